@@ -1,0 +1,1 @@
+"""The shapeinfer command line (installed as the shapeinfer_cli package)."""

@@ -1,0 +1,247 @@
+"""The public API: :func:`infer` (structured result) and :func:`infer_shapes` (annotated model)."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import onnx
+from onnx import ModelProto, TypeProto
+
+from .errors import ModelLoadError
+from .infer.engine import Engine
+from .infer.facts import Fact
+from .infer.protos import fill_shape_proto, type_from_fact
+from .symbolic import Dim, free_symbols, to_str
+
+RESHAPE_LIKE = ("Expand", "Reshape", "Tile")
+
+
+class InferenceResult:
+    """What inference found: every tensor's facts, the diagnostics and the minted symbols."""
+
+    def __init__(self, model: ModelProto, engine: Engine):
+        self.model = model
+        self.facts: dict = engine.facts
+        self.diagnostics: list = engine.diagnostics
+        self.minted: dict = dict(engine.minted)
+
+    def fact(self, name: str) -> Optional[Fact]:
+        return self.facts.get(name)
+
+    def shape(self, name: str) -> Optional[tuple]:
+        """The dims of tensor ``name`` (ints and Exprs), or None when its rank is unknown."""
+        f = self.facts.get(name)
+        return None if f is None else f.shape
+
+    def shape_strs(self, name: str) -> Optional[list]:
+        s = self.shape(name)
+        return None if s is None else [to_str(d) for d in s]
+
+    def classify(self, name: str) -> str:
+        """'static' (all ints), 'symbolic' (expressions over known symbols) or 'unknown'."""
+        s = self.shape(name)
+        if s is None:
+            return "unknown"
+        if all(isinstance(d, int) for d in s):
+            return "static"
+        if any(self.is_unknown_dim(d) for d in s):
+            return "unknown"
+        return "symbolic"
+
+    def is_unknown_dim(self, d: Dim) -> bool:
+        """True when d involves a symbol minted for a dim that no rule could express."""
+        return any(s in self.minted for s in free_symbols(d))
+
+    def symbols(self) -> list:
+        """The symbols in use in the main graph's shapes (minted ones included), sorted."""
+        out: set = set()
+        for f in self.facts.values():
+            if f is not None and f.shape is not None:
+                for d in f.shape:
+                    out |= free_symbols(d)
+        return sorted(out)
+
+    def reshape_like_nodes(self) -> list:
+        """The Expand/Reshape/Tile nodes of the main graph, in graph order."""
+        return [n for n in self.model.graph.node if n.op_type in RESHAPE_LIKE and n.domain in ("", "ai.onnx")]
+
+    def to_dict(self, all_tensors: bool = False) -> dict:
+        g = self.model.graph
+
+        def tensor(name):
+            f = self.facts.get(name)
+            return {
+                "name": name,
+                "dtype": onnx.helper.tensor_dtype_to_string(f.dtype) if f is not None and f.dtype else None,
+                "shape": self.shape_strs(name),
+                "kind": self.classify(name),
+            }
+
+        init = {t.name for t in g.initializer}
+        out = {
+            "inputs": [tensor(i.name) for i in g.input if i.name not in init],
+            "outputs": [tensor(o.name) for o in g.output],
+            "nodes": [
+                {
+                    "name": n.name,
+                    "op_type": n.op_type,
+                    "inputs": [tensor(i) if i else None for i in n.input],
+                    "outputs": [tensor(o) for o in n.output if o],
+                }
+                for n in self.reshape_like_nodes()
+            ],
+            "summary": self.summary(),
+            "diagnostics": [d.as_dict() for d in self.diagnostics],
+        }
+        if all_tensors:
+            out["tensors"] = [tensor(name) for name in self.tensor_names()]
+        return out
+
+    def tensor_names(self) -> list:
+        """Every tensor of the main graph that a node produces, in graph order."""
+        names = []
+        for n in self.model.graph.node:
+            names.extend(o for o in n.output if o)
+        return names
+
+    def summary(self) -> dict:
+        counts = {"static": 0, "symbolic": 0, "unknown": 0}
+        for name in self.tensor_names():
+            counts[self.classify(name)] += 1
+        symbols = self.symbols()
+        return {
+            **counts,
+            "symbols": [s for s in symbols if s not in self.minted],
+            "minted_symbols": [s for s in symbols if s in self.minted],
+        }
+
+
+def load_model(path: str | os.PathLike, load_external_data: bool = False) -> ModelProto:
+    """Read an ONNX file; raises ModelLoadError (never a protobuf traceback) when it is not one."""
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        raise ModelLoadError(f"{p}: is a directory, not an ONNX model file")
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise ModelLoadError(f"{p}: cannot read: {e.strerror or e}") from None
+    if not data:
+        raise ModelLoadError(f"{p}: the file is empty, not an ONNX model")
+    model = ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception:
+        raise ModelLoadError(f"{p}: not an ONNX model (the file does not parse as a ModelProto)") from None
+    if not model.HasField("graph") or (not model.opset_import and not model.graph.node):
+        raise ModelLoadError(f"{p}: not an ONNX model (no graph in it)")
+    if load_external_data:
+        onnx.external_data_helper.load_external_data_for_model(model, os.path.dirname(p) or ".")
+    return model
+
+
+def _as_model(model) -> ModelProto:
+    if isinstance(model, ModelProto):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        return load_model(model)
+    if isinstance(model, bytes):
+        m = ModelProto()
+        try:
+            m.ParseFromString(model)
+        except Exception:
+            raise ModelLoadError("the bytes given do not parse as an ONNX model") from None
+        return m
+    raise TypeError(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
+
+
+def infer(model, *, input_shapes: Optional[dict] = None) -> InferenceResult:
+    """Infer every tensor's shape; the model is not modified.
+
+    ``input_shapes`` maps a graph input name to a list of ints and/or symbol names (or
+    expressions) that replaces the model's declared shape for that input.
+    Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
+    m = _as_model(model)
+    engine = Engine(m, input_shapes=input_shapes)
+    engine.run()
+    return InferenceResult(m, engine)
+
+
+def _has_minted(result: InferenceResult, shape) -> bool:
+    return any(result.is_unknown_dim(d) for d in shape)
+
+
+def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult) -> None:
+    """Write fact into an existing value's type, keeping declared dims where ours are unknown."""
+    if fact.type_proto is not None or not fact.dtype:
+        return
+    tt = dst.tensor_type
+    if fact.dtype:
+        tt.elem_type = fact.dtype
+    if fact.shape is None:
+        return
+    declared = list(tt.shape.dim) if tt.HasField("shape") else None
+    if declared is not None and len(declared) == len(fact.shape) and _has_minted(result, fact.shape):
+        keep = [(d.HasField("dim_value") or bool(d.dim_param)) for d in declared]
+        new = TypeProto()
+        shape_proto = new.tensor_type.shape
+        for ours, theirs, k in zip(fact.shape, declared, keep):
+            dim = shape_proto.dim.add()
+            if k and result.is_unknown_dim(ours):
+                dim.CopyFrom(theirs)
+            elif isinstance(ours, int):
+                dim.dim_value = ours
+            else:
+                dim.dim_param = to_str(ours)
+        tt.shape.CopyFrom(shape_proto)
+        return
+    tt.ClearField("shape")
+    tt.shape.SetInParent()
+    fill_shape_proto(tt.shape, fact.shape)
+
+
+def annotate(model: ModelProto, result: InferenceResult) -> ModelProto:
+    """A copy of ``model`` whose value_info and graph outputs carry the inferred shapes."""
+    out = ModelProto()
+    out.CopyFrom(model)
+    g = out.graph
+    outputs = {o.name: o for o in g.output}
+    existing = {vi.name: vi for vi in g.value_info}
+    known_elsewhere = {i.name for i in g.input} | {t.name for t in g.initializer}
+    for name in result.tensor_names():
+        fact = result.facts.get(name)
+        if fact is None or name in known_elsewhere:
+            continue
+        if name in outputs:
+            _write_type(outputs[name].type, fact, result)
+            continue
+        vi = existing.get(name)
+        if vi is None:
+            if fact.type_proto is None and not fact.dtype:
+                continue
+            vi = g.value_info.add()
+            vi.name = name
+            if fact.type_proto is not None:
+                vi.type.CopyFrom(type_from_fact(fact))
+                continue
+        _write_type(vi.type, fact, result)
+    return out
+
+
+def infer_shapes(model, *, input_shapes: Optional[dict] = None) -> ModelProto:
+    """Like ``onnx.shape_inference.infer_shapes``: a new model with every inferred shape written in.
+
+    Symbolic dims are written as ``dim_param`` in the printed syntax (``batch*seq/4``). The model
+    given is not modified. Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
+    m = _as_model(model)
+    result = infer(m, input_shapes=input_shapes)
+    annotated = annotate(m, result)
+    if input_shapes:
+        for vi in annotated.graph.input:
+            fact = result.facts.get(vi.name)
+            if vi.name in input_shapes and fact is not None and fact.shape is not None:
+                vi.type.tensor_type.ClearField("shape")
+                vi.type.tensor_type.shape.SetInParent()
+                fill_shape_proto(vi.type.tensor_type.shape, fact.shape)
+    return annotated

@@ -1,0 +1,24 @@
+"""The errors shapeinfer raises on purpose. Anything else escaping the public API is a bug."""
+
+from __future__ import annotations
+
+
+class ShapeInferenceError(ValueError):
+    """The model is invalid: a node's inputs break the rule of its op.
+
+    The message names the node (name and op type), its input shapes and the rule broken."""
+
+    def __init__(self, message: str, *, node_name: str = "", op_type: str = "", input_shapes=()):
+        self.node_name = node_name
+        self.op_type = op_type
+        self.input_shapes = list(input_shapes)
+        self.rule = message
+        where = f"node {node_name!r} ({op_type})" if op_type else "model"
+        shapes = ""
+        if input_shapes:
+            shapes = " with input shapes " + ", ".join(input_shapes)
+        super().__init__(f"{where}{shapes}: {message}")
+
+
+class ModelLoadError(ValueError):
+    """The file or object given is not a readable ONNX model."""

@@ -1,0 +1,82 @@
+"""The view of one node that a rule works with."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from onnx import AttributeProto, helper
+
+from ..errors import ShapeInferenceError
+from ..symbolic import Expr
+from .facts import Fact, shape_str
+
+_MISSING = object()
+
+
+class NodeContext:
+    """One node, its input facts, its attributes and the services a rule needs.
+
+    ``attr_scope`` holds the calling node's attributes while inferring a model-local function's
+    body, so that attributes given by reference (``ref_attr_name``) resolve."""
+
+    __slots__ = ("node", "inputs", "version", "engine", "attr_scope", "scope", "opsets", "_attrs")
+
+    def __init__(self, node, inputs: list, version: int, engine, attr_scope=None, scope=None, opsets=None):
+        self.node = node
+        self.scope = scope  # the facts visible here (for subgraphs: outer scope included)
+        self.opsets = opsets
+        self.inputs = inputs
+        self.version = version
+        self.engine = engine
+        self.attr_scope = attr_scope
+        self._attrs = None
+
+    @property
+    def op_type(self) -> str:
+        return self.node.op_type
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def input(self, i: int) -> Optional[Fact]:
+        """The fact of input i, or None when the input is absent or unknown."""
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.node.input) and self.node.input[i] != ""
+
+    def attributes(self) -> dict:
+        if self._attrs is None:
+            attrs = {}
+            for a in self.node.attribute:
+                if a.ref_attr_name:
+                    if self.attr_scope is None or a.ref_attr_name not in self.attr_scope:
+                        continue
+                    a = self.attr_scope[a.ref_attr_name]
+                attrs[a.name] = a
+            self._attrs = attrs
+        return self._attrs
+
+    def attr(self, name: str, default=None):
+        a = self.attributes().get(name, _MISSING)
+        if a is _MISSING:
+            return default
+        if a.type == AttributeProto.GRAPH:
+            return a.g
+        return helper.get_attribute_value(a)
+
+    def fresh(self, hint: str = "") -> Expr:
+        """A new symbol for a dim this node makes that no rule can express."""
+        return self.engine.mint(hint or self.op_type.lower())
+
+    def fresh_shape(self, rank: int) -> tuple:
+        return tuple(self.fresh() for _ in range(rank))
+
+    def input_shapes(self) -> list:
+        return [shape_str(f.shape) if f is not None else "?" for f in self.inputs]
+
+    def error(self, message: str) -> ShapeInferenceError:
+        return ShapeInferenceError(
+            message, node_name=self.name, op_type=self.op_type, input_shapes=self.input_shapes()
+        )

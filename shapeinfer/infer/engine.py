@@ -1,0 +1,266 @@
+"""The inference walk: one pass over the graph in topological order.
+
+For each node the engine collects the input facts, runs the rule registered for the op at the
+model's opset version (``infer/ops/``), and asks onnx's per-node inference (``fallback.py``) for
+whatever the rule leaves open. Subgraphs (If/Loop/Scan bodies) are walked by the same engine with
+the outer scope visible; calls of model-local functions walk the function body with the call's
+inputs and attributes bound. There is no per-node copy of the model and no restart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import ChainMap
+from typing import Optional
+
+from ..errors import ShapeInferenceError
+from ..symbolic import Dim, sym
+from . import ops  # noqa: F401  (registers the rules)
+from .context import NodeContext
+from .facts import Fact, value_from_numpy
+from .fallback import infer_with_onnx
+from .protos import dims_from_shape_proto, fact_from_type, parse_dim_param, value_from_tensor
+from .registry import lookup, normalize_domain
+
+_NON_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+
+class Diagnostic:
+    __slots__ = ("severity", "node_name", "op_type", "message")
+
+    def __init__(self, severity: str, node_name: str, op_type: str, message: str):
+        self.severity = severity
+        self.node_name = node_name
+        self.op_type = op_type
+        self.message = message
+
+    def as_dict(self) -> dict:
+        return {
+            "severity": self.severity,
+            "node": self.node_name,
+            "op_type": self.op_type,
+            "message": self.message,
+        }
+
+    def __str__(self):
+        where = f"{self.node_name or '<unnamed>'} ({self.op_type})" if self.op_type else "model"
+        return f"{self.severity}: {where}: {self.message}"
+
+
+def _graph_dim_params(graph, out: set) -> None:
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if vi.type.HasField("tensor_type"):
+            for d in vi.type.tensor_type.shape.dim:
+                if d.dim_param:
+                    out.add(d.dim_param)
+
+
+class Engine:
+    """Infers facts for every tensor of a model. Use :meth:`run`, then read :attr:`facts`."""
+
+    def __init__(self, model, input_shapes: Optional[dict] = None):
+        self.model = model
+        self.input_shapes = dict(input_shapes or {})
+        self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
+        self.functions = {(f.domain, f.name): f for f in model.functions}
+        self.diagnostics: list = []
+        self.minted: dict = {}  # minted symbol name -> where it came from
+        taken: set = set()
+        _graph_dim_params(model.graph, taken)
+        self._taken = taken
+        self._counter = 0
+        self._minted_order: dict = {}
+        self.facts: dict = {}
+        self.ir_version = model.ir_version
+
+    # -- symbols -------------------------------------------------------------------------------
+
+    def mint(self, hint: str = "u", origin: str = "") -> Dim:
+        """A new symbol for a dim nothing can express; deterministic per model."""
+        base = _NON_NAME.sub("_", hint)[:12] or "u"
+        if base[0].isdigit():
+            base = "u" + base
+        while True:
+            self._counter += 1
+            name = f"{base}_{self._counter}"
+            if name not in self._taken:
+                break
+        self._taken.add(name)
+        self.minted[name] = origin or hint
+        self._minted_order[name] = self._counter
+        return sym(name)
+
+    def is_minted(self, name: str) -> bool:
+        return name in self.minted
+
+    def mint_mark(self) -> int:
+        """A mark such that symbols minted after it have minted_index() >= mark."""
+        return self._counter + 1
+
+    def minted_index(self, name: str) -> int:
+        """The order in which a minted symbol was made (-1 for symbols not minted here)."""
+        return self._minted_order.get(name, -1)
+
+    def warn(self, node, message: str) -> None:
+        self.diagnostics.append(Diagnostic("warning", node.name, node.op_type, message))
+
+    # -- the walk ------------------------------------------------------------------------------
+
+    def run(self) -> dict:
+        graph = self.model.graph
+        facts: dict = {}
+        init_names = {t.name for t in graph.initializer}
+        for t in graph.initializer:
+            value = value_from_tensor(t)
+            facts[t.name] = Fact(dtype=t.data_type, shape=tuple(int(d) for d in t.dims), value=value)
+        for t in graph.sparse_initializer:
+            facts[t.values.name] = Fact(dtype=t.values.data_type, shape=tuple(int(d) for d in t.dims))
+        for vi in graph.input:
+            fact = self._input_fact(vi)
+            if vi.name in init_names:
+                # An initializer that is also an input is only a default: keep no value.
+                if fact.shape is None:
+                    fact.shape = facts[vi.name].shape
+            facts[vi.name] = fact
+        self.facts = facts
+        self.run_nodes(graph.node, facts, self.opsets, None)
+        return facts
+
+    def _input_fact(self, vi) -> Fact:
+        fact = fact_from_type(vi.type, lambda: self.mint(f"{vi.name}", origin=f"input {vi.name}"))
+        override = self.input_shapes.get(vi.name)
+        if override is not None:
+            dims = []
+            for d in override:
+                if isinstance(d, int) and not isinstance(d, bool):
+                    dims.append(d)
+                else:
+                    dims.append(parse_dim_param(str(d)))
+            fact.shape = tuple(dims)
+        return fact
+
+    def run_nodes(self, nodes, facts, opsets: dict, attr_scope: Optional[dict]) -> None:
+        for node in _topological(nodes, facts):
+            inputs = [facts.get(n) if n else None for n in node.input]
+            outs = self.infer_node(node, inputs, opsets, attr_scope, facts)
+            for name, fact in zip(node.output, outs):
+                if name:
+                    facts[name] = fact
+
+    def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope) -> list:
+        domain = normalize_domain(node.domain)
+        n_out = len(node.output)
+        function = self.functions.get((node.domain, node.op_type))
+        if function is not None:
+            return self._call_function(function, node, inputs, attr_scope)
+        version = opsets.get(domain)
+        outs: list = [None] * n_out
+        fn = lookup(domain, node.op_type, version) if version is not None else None
+        if fn is not None:
+            ctx = NodeContext(node, inputs, version, self, attr_scope, scope, opsets)
+            try:
+                got = fn(ctx)
+            except ShapeInferenceError:
+                raise
+            except Exception as e:  # a rule that cannot handle odd input must not crash the walk
+                self.warn(node, f"rule failed ({type(e).__name__}: {e}); used onnx inference")
+                got = None
+            if got is not None:
+                outs = (list(got) + [None] * n_out)[:n_out]
+        if any(o is None for o in outs):
+            if version is None and domain not in self.opsets:
+                self.warn(node, f"no opset imported for domain {domain!r}; outputs unknown")
+                fb = [None] * n_out
+            else:
+                fb = infer_with_onnx(self, node, inputs, opsets, attr_scope)
+            outs = [o if o is not None else (f if f is not None else Fact()) for o, f in zip(outs, fb)]
+        return outs
+
+    def _call_function(self, function, node, inputs: list, attr_scope) -> list:
+        facts: dict = {}
+        for formal, fact in zip(function.input, inputs):
+            if formal:
+                facts[formal] = fact
+        scope = {a.name: a for a in function.attribute_proto}
+        for a in node.attribute:
+            if a.ref_attr_name and attr_scope is not None:
+                ref = attr_scope.get(a.ref_attr_name)
+                if ref is not None:
+                    a2 = type(a)()
+                    a2.CopyFrom(ref)
+                    a2.name = a.name
+                    a = a2
+            scope[a.name] = a
+        opsets = dict(self.opsets)
+        opsets.update({normalize_domain(o.domain): o.version for o in function.opset_import})
+        self.run_nodes(function.node, facts, opsets, scope)
+        return [facts.get(o) or Fact() for o in function.output]
+
+    def run_subgraph(self, graph, outer, opsets: dict, input_facts: list, attr_scope=None) -> list:
+        """Walk a subgraph with the outer scope visible; returns the facts of its outputs."""
+        local: dict = {}
+        facts = ChainMap(local, outer)
+        for t in graph.initializer:
+            local[t.name] = Fact(dtype=t.data_type, shape=tuple(int(d) for d in t.dims), value=value_from_tensor(t))
+        for vi, given in zip(graph.input, input_facts):
+            fact = given
+            if fact is None or (fact.shape is None and fact.type_proto is None):
+                fact = fact_from_type(vi.type, lambda: self.mint("sub"))
+            local[vi.name] = fact
+        self.run_nodes(graph.node, facts, opsets, attr_scope)
+        return [facts.get(o.name) or Fact() for o in graph.output]
+
+    def declared_shape(self, shape_proto) -> tuple:
+        return dims_from_shape_proto(shape_proto, self.mint)
+
+
+def _topological(nodes, facts) -> list:
+    """The nodes in an order where each runs after its producers (the given order if it is one)."""
+    nodes = list(nodes)
+    produced = {o for n in nodes for o in n.output if o}
+    available = set()
+    ordered = True
+    for n in nodes:
+        for i in n.input:
+            if i and i in produced and i not in available:
+                ordered = False
+                break
+        if not ordered:
+            break
+        available.update(n.output)
+    if ordered:
+        return nodes
+    # Kahn's algorithm, stable with respect to the given order.
+    producer = {}
+    for idx, n in enumerate(nodes):
+        for o in n.output:
+            if o:
+                producer[o] = idx
+    deps = [set(producer[i] for i in n.input if i in producer and producer[i] != idx) for idx, n in enumerate(nodes)]
+    users: dict = {}
+    for idx, ds in enumerate(deps):
+        for d in ds:
+            users.setdefault(d, []).append(idx)
+    pending = [len(ds) for ds in deps]
+    import heapq
+
+    ready = [i for i, p in enumerate(pending) if p == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(nodes[i])
+        for u in users.get(i, ()):
+            pending[u] -= 1
+            if pending[u] == 0:
+                heapq.heappush(ready, u)
+    if len(out) != len(nodes):
+        stuck = [nodes[i] for i, p in enumerate(pending) if p > 0]
+        n = stuck[0]
+        raise ShapeInferenceError(
+            "the graph has a cycle through this node (it is not a DAG)", node_name=n.name, op_type=n.op_type
+        )
+    return out
+
+
+__all__ = ["Engine", "Diagnostic", "value_from_numpy"]

@@ -1,0 +1,132 @@
+"""What inference knows about one tensor: its element type, its shape, and (small) its value.
+
+Shape *values* -- the small int64 tensors that real exports compute Reshape/Expand/Tile shapes
+with -- are kept as NumPy object arrays whose elements are dims (``int`` or ``Expr``), Python
+``bool`` for boolean tensors, or :data:`UNKNOWN`. NumPy then does the indexing work (Gather is
+``np.take``, Concat ``np.concatenate``, Slice is slicing) and the dim operators do the arithmetic.
+Values of other element types are kept as ordinary NumPy arrays when they are small constants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from onnx import TensorProto
+
+from ..symbolic import Dim, Expr, to_str
+
+# Values with more elements than this are not tracked (a shape value is a handful of entries).
+MAX_VALUE_ELEMENTS = 4096
+
+INT_TYPES = frozenset(
+    {
+        TensorProto.INT8,
+        TensorProto.INT16,
+        TensorProto.INT32,
+        TensorProto.INT64,
+        TensorProto.UINT8,
+        TensorProto.UINT16,
+        TensorProto.UINT32,
+        TensorProto.UINT64,
+    }
+)
+FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16})
+
+
+class _Unknown:
+    """An element of a shape value that is not known. Arithmetic with it stays unknown."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "?"
+
+    def _same(self, *_):
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
+    __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _same
+    __neg__ = __pos__ = __abs__ = _same
+
+
+UNKNOWN = _Unknown()
+
+
+@dataclass(slots=True)
+class Fact:
+    """Everything known about one tensor. ``shape`` None: rank unknown. ``value`` None: unknown.
+
+    ``type_proto`` holds the full type for values that are not tensors (sequences, optionals,
+    maps); for tensors it is None and ``dtype`` is the TensorProto element type (0 if unknown)."""
+
+    dtype: int = 0
+    shape: Optional[tuple] = None
+    value: Optional[np.ndarray] = None
+    type_proto: object = None
+
+    @property
+    def rank(self) -> Optional[int]:
+        return None if self.shape is None else len(self.shape)
+
+    def static_shape(self) -> Optional[tuple]:
+        """The shape when every dim is an int, else None."""
+        if self.shape is None or not all(isinstance(d, int) for d in self.shape):
+            return None
+        return self.shape
+
+    def known_elements(self) -> Optional[list]:
+        """The flat list of the value's elements when every one is known, else None."""
+        if self.value is None:
+            return None
+        flat = self.value.reshape(-1).tolist()
+        if any(e is UNKNOWN for e in flat):
+            return None
+        return flat
+
+    def int_elements(self) -> Optional[list]:
+        """The flat list of the value's elements when every one is a plain int, else None."""
+        flat = self.known_elements()
+        if flat is None or not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in flat):
+            return None
+        return [int(e) for e in flat]
+
+
+def shape_str(shape) -> str:
+    if shape is None:
+        return "?"
+    return "[" + ",".join(to_str(d) for d in shape) + "]"
+
+
+def obj_array(elements, shape=None) -> np.ndarray:
+    """An object array holding dims/bools/UNKNOWN, with the given shape (default 1-D)."""
+    flat = list(elements)
+    arr = np.empty(len(flat), dtype=object)
+    for i, e in enumerate(flat):
+        arr[i] = e
+    return arr.reshape(shape if shape is not None else (len(flat),))
+
+
+def value_from_numpy(array: np.ndarray, dtype: int) -> Optional[np.ndarray]:
+    """The tracked form of a constant: object array of ints/bools for int/bool tensors."""
+    if array.size > MAX_VALUE_ELEMENTS:
+        return None
+    if dtype in INT_TYPES:
+        return obj_array((int(x) for x in array.reshape(-1)), array.shape)
+    if dtype == TensorProto.BOOL:
+        return obj_array((bool(x) for x in array.reshape(-1)), array.shape)
+    return array
+
+
+def is_dim(e) -> bool:
+    return isinstance(e, (int, np.integer, Expr)) and not isinstance(e, (bool, np.bool_))
+
+
+def as_dim(e) -> Optional[Dim]:
+    """A value element as a dim (int or Expr), or None when it is unknown or not integral."""
+    if isinstance(e, Expr):
+        return e
+    if isinstance(e, (int, np.integer)) and not isinstance(e, (bool, np.bool_)):
+        return int(e)
+    return None

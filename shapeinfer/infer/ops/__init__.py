@@ -1,0 +1,3 @@
+"""The per-op rules. Importing this package registers all of them."""
+
+from . import arith, control, expand, reshape, shape_ops, tile  # noqa: F401

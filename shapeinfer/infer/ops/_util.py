@@ -1,0 +1,100 @@
+"""Helpers shared by the rules: reading shape values, broadcasting, products of dims."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ...symbolic import BroadcastError, Dim, bcast, mul, provably_not_one
+from ..facts import UNKNOWN, Fact, as_dim, obj_array, shape_str
+
+
+def value_entries(fact: Optional[Fact]) -> Optional[list]:
+    """The elements of a 0-D/1-D int value as dims, with None for unknown ones; None if no value."""
+    if fact is None or fact.value is None:
+        return None
+    return [as_dim(e) for e in fact.value.reshape(-1).tolist()]
+
+
+def value_length(fact: Optional[Fact]) -> Optional[int]:
+    """The number of entries of a 1-D shape input, from its value or its static shape."""
+    if fact is None:
+        return None
+    if fact.value is not None:
+        return int(fact.value.size)
+    if fact.shape is not None and len(fact.shape) == 1 and isinstance(fact.shape[0], int):
+        return fact.shape[0]
+    return None
+
+
+def int_entries(fact: Optional[Fact]) -> Optional[list]:
+    """The elements of a value when all are plain ints (attributes given as inputs), else None."""
+    return None if fact is None else fact.int_elements()
+
+
+def prod(dims) -> Dim:
+    out: Dim = 1
+    for d in dims:
+        out = mul(out, d)
+    return out
+
+
+def broadcast_dims(ctx, a: Optional[Dim], b: Optional[Dim], shapes) -> Optional[Dim]:
+    """ONNX broadcast of two dims (None: unknown). Raises the node's error if they never match."""
+    if a is None and b is None:
+        return None
+    if a is None or b is None:
+        known = a if b is None else b
+        # The unknown side must be 1 or equal to the known side, unless the known side is 1.
+        return known if provably_not_one(known) else None
+    try:
+        return bcast(a, b)
+    except BroadcastError:
+        raise ctx.error(
+            f"shapes {', '.join(shape_str(s) for s in shapes)} cannot broadcast: dims {a} and {b} "
+            f"differ and neither is 1"
+        ) from None
+
+
+def broadcast_shapes(ctx, shapes: list) -> Optional[tuple]:
+    """Multidirectional (NumPy-style) broadcast of several shapes; None if a rank is unknown.
+
+    Unknown dims come back as fresh symbols."""
+    if any(s is None for s in shapes):
+        return None
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(rank):
+        acc: Optional[Dim] = 1
+        for s in shapes:
+            i = len(s) - rank + k
+            if i < 0:
+                continue
+            acc = broadcast_dims(ctx, acc, s[i], shapes)
+        out.append(acc if acc is not None else ctx.fresh())
+    return tuple(out)
+
+
+def unknown_to_none(e):
+    return None if e is UNKNOWN else e
+
+
+def value_or_none(arr) -> Optional[np.ndarray]:
+    """Drop a value that holds nothing known."""
+    if arr is None:
+        return None
+    if arr.dtype == object and all(e is UNKNOWN for e in arr.reshape(-1).tolist()):
+        return None
+    return arr
+
+
+def dims_value(dims) -> np.ndarray:
+    """A 1-D shape value holding the given dims (None entries unknown)."""
+    return obj_array(UNKNOWN if d is None else d for d in dims)
+
+
+def normalize_axis(ctx, axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise ctx.error(f"axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis

@@ -1,0 +1,325 @@
+"""Elementwise ops: broadcast shapes (n-ary), and values followed through integer arithmetic.
+
+Add/Sub/Mul, Div (integer division truncates toward zero, so it is a floor division only where
+both sides are provably non-negative), Mod (``fmod=0`` takes the divisor's sign, as ``//`` does),
+Neg, Abs, Min/Max, comparisons, Not/And/Or/Xor and Where -- enough for the
+``Where(Equal(shape, -1), ones, shape)`` idiom. Other broadcasting ops get the shape only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...symbolic import (
+    Expr,
+    add,
+    bounds,
+    dmax,
+    dmin,
+    floordiv,
+    mod,
+    mul,
+    neg,
+    provably_nonneg,
+    provably_positive,
+    sub,
+)
+from ..facts import INT_TYPES, UNKNOWN, Fact
+from ..registry import rule
+from ._util import broadcast_shapes, value_or_none
+
+_DIM = (int, Expr)
+
+
+def _dims(fn):
+    """Lift a function of two dims to elements that may be unknown or bool."""
+
+    def lifted(a, b):
+        if isinstance(a, _DIM) and isinstance(b, _DIM) and not isinstance(a, bool) and not isinstance(b, bool):
+            return fn(a, b)
+        return UNKNOWN
+
+    return lifted
+
+
+def _int_div(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            return UNKNOWN
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    if provably_nonneg(a) and provably_positive(b):
+        return floordiv(a, b)
+    return UNKNOWN
+
+
+def _mod(a, b):
+    if b == 0:
+        return UNKNOWN
+    if isinstance(b, int) or provably_positive(b):
+        return mod(a, b)
+    return UNKNOWN
+
+
+def _fmod(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return UNKNOWN if b == 0 else int(np.fmod(a, b))
+    if provably_nonneg(a) and provably_positive(b):
+        return mod(a, b)
+    return UNKNOWN
+
+
+def _compare(kind):
+    def cmp(a, b):
+        if isinstance(a, bool) and isinstance(b, bool) and kind == "eq":
+            return a == b
+        if not (isinstance(a, _DIM) and isinstance(b, _DIM)) or isinstance(a, bool) or isinstance(b, bool):
+            return UNKNOWN
+        if kind == "eq" and a == b:
+            return True
+        lo, hi = bounds(sub(b, a))  # b - a
+        if kind == "eq":
+            return False if (lo > 0 or hi < 0) else UNKNOWN
+        if kind == "lt":  # a < b
+            return True if lo > 0 else (False if hi <= 0 else UNKNOWN)
+        if kind == "le":
+            return True if lo >= 0 else (False if hi < 0 else UNKNOWN)
+        if kind == "gt":
+            return True if hi < 0 else (False if lo >= 0 else UNKNOWN)
+        return True if hi <= 0 else (False if lo > 0 else UNKNOWN)  # ge
+
+    return cmp
+
+
+def _logic(fn):
+    def lifted(a, b):
+        if isinstance(a, bool) and isinstance(b, bool):
+            return fn(a, b)
+        # Short-circuits that hold whatever the unknown side is.
+        if fn is _and and (a is False or b is False):
+            return False
+        if fn is _or and (a is True or b is True):
+            return True
+        return UNKNOWN
+
+    return lifted
+
+
+def _and(a, b):
+    return a and b
+
+
+def _or(a, b):
+    return a or b
+
+
+_BINARY = {
+    "Add": _dims(add),
+    "Sub": _dims(sub),
+    "Mul": _dims(mul),
+    "Div": _dims(_int_div),
+    "Equal": _compare("eq"),
+    "Less": _compare("lt"),
+    "LessOrEqual": _compare("le"),
+    "Greater": _compare("gt"),
+    "GreaterOrEqual": _compare("ge"),
+    "And": _logic(_and),
+    "Or": _logic(_or),
+    "Xor": _logic(lambda a, b: a != b),
+}
+_BOOL_OUT = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"}
+_NUMPY = {
+    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Equal": np.equal, "Less": np.less,
+    "LessOrEqual": np.less_equal, "Greater": np.greater, "GreaterOrEqual": np.greater_equal,
+    "And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor,
+}
+
+
+def _apply(fn, *values):
+    return np.frompyfunc(fn, len(values), 1)(*values)
+
+
+
+def _binary_value(op, a, b, fn):
+    if a.value is None or b.value is None:
+        return None
+    va, vb = a.value, b.value
+    if va.dtype == object and vb.dtype == object:
+        return value_or_none(np.asarray(_apply(fn, va, vb), dtype=object))
+    if va.dtype != object and vb.dtype != object and op in _NUMPY:
+        with np.errstate(all="ignore"):
+            out = _NUMPY[op](va, vb)
+        return out if out.dtype != bool else np.asarray(_apply(bool, out), dtype=object)
+    return None
+
+
+def _out_dtype(op, facts):
+    if op in _BOOL_OUT:
+        from onnx import TensorProto
+
+        return TensorProto.BOOL
+    return facts[0].dtype
+
+
+def _broadcast_rule(ctx, facts, value=None):
+    shape = broadcast_shapes(ctx, [f.shape for f in facts])
+    if value is not None and shape is not None and tuple(value.shape) != tuple(shape):
+        value = None
+    return Fact(dtype=_out_dtype(ctx.op_type, facts), shape=shape, value=value)
+
+
+def _present(ctx):
+    facts = [ctx.input(i) for i in range(len(ctx.node.input)) if ctx.has_input(i)]
+    return None if not facts or any(f is None for f in facts) else facts
+
+
+@rule(*_BINARY, since=1)
+def binary(ctx):
+    facts = _present(ctx)
+    if facts is None or len(facts) != 2:
+        return None
+    if ctx.version < 7 and ctx.attr("broadcast", 0):
+        return None  # legacy limited broadcast: onnx's inference handles it
+    a, b = facts
+    fn = _BINARY[ctx.op_type]
+    if ctx.op_type == "Div" and a.dtype not in INT_TYPES:
+        value = None
+        if a.value is not None and b.value is not None and a.value.dtype != object and b.value.dtype != object:
+            with np.errstate(all="ignore"):
+                value = a.value / b.value
+                value = value.astype(a.value.dtype)
+    else:
+        value = _binary_value(ctx.op_type, a, b, fn)
+    return [_broadcast_rule(ctx, facts, value)]
+
+
+@rule("Mod", since=10)
+def mod_op(ctx):
+    facts = _present(ctx)
+    if facts is None or len(facts) != 2:
+        return None
+    fn = _dims(_fmod if ctx.attr("fmod", 0) else _mod)
+    a, b = facts
+    value = None
+    if a.value is not None and b.value is not None and a.value.dtype == object and b.value.dtype == object:
+        value = value_or_none(np.asarray(_apply(fn, a.value, b.value), dtype=object))
+    return [_broadcast_rule(ctx, facts, value)]
+
+
+def _nary(fn):
+    def reduce_values(values):
+        out = values[0]
+        for v in values[1:]:
+            out = np.asarray(_apply(_dims(fn), out, v), dtype=object)
+        return value_or_none(out)
+
+    return reduce_values
+
+
+_NARY = {"Max": _nary(dmax), "Min": _nary(dmin), "Sum": _nary(add), "Mean": None}
+
+
+@rule("Max", "Min", "Sum", "Mean", since=1)
+def nary(ctx):
+    facts = _present(ctx)
+    if facts is None:
+        return None
+    if ctx.version < 8:
+        return None  # no broadcasting before opset 8: onnx's inference handles it
+    value = None
+    fn = _NARY[ctx.op_type]
+    if fn is not None and all(f.value is not None and f.value.dtype == object for f in facts):
+        value = fn([f.value for f in facts])
+    return [_broadcast_rule(ctx, facts, value)]
+
+
+_BROADCAST_ONLY = ("Pow", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "PRelu")
+
+
+@rule(*_BROADCAST_ONLY, since=7)
+def broadcast_only(ctx):
+    facts = _present(ctx)
+    if facts is None:
+        return None
+    return [_broadcast_rule(ctx, facts)]
+
+
+@rule("Where", since=9)
+def where(ctx):
+    facts = _present(ctx)
+    if facts is None or len(facts) != 3:
+        return None
+    cond, x, y = facts
+    value = None
+    if cond.value is not None and x.value is not None and y.value is not None:
+        if x.value.dtype == object and y.value.dtype == object and cond.value.dtype == object:
+
+            def pick(c, a, b):
+                if c is True:
+                    return a
+                if c is False:
+                    return b
+                return a if (a is not UNKNOWN and a is b or (isinstance(a, (int, Expr)) and a == b)) else UNKNOWN
+
+            value = value_or_none(np.asarray(_apply(pick, cond.value, x.value, y.value), dtype=object))
+        elif x.value.dtype != object and y.value.dtype != object:
+            flat = cond.value.reshape(-1).tolist()
+            if all(isinstance(c, bool) for c in flat):
+                value = np.where(np.array(flat, dtype=bool).reshape(cond.value.shape), x.value, y.value)
+    shape = broadcast_shapes(ctx, [f.shape for f in facts])
+    if value is not None and shape is not None and tuple(value.shape) != tuple(shape):
+        value = None
+    return [Fact(dtype=x.dtype or y.dtype, shape=shape, value=value)]
+
+
+def _unary_value(fn):
+    def lifted(a):
+        if isinstance(a, (int, Expr)) and not isinstance(a, bool):
+            return fn(a)
+        return UNKNOWN
+
+    return lifted
+
+
+def _abs(a):
+    if provably_nonneg(a):
+        return a
+    if provably_nonneg(neg(a)):
+        return neg(a)
+    return UNKNOWN
+
+
+@rule("Neg", "Abs", "Not", since=1)
+def unary(ctx):
+    data = ctx.input(0)
+    if data is None:
+        return None
+    value = None
+    if data.value is not None:
+        if data.value.dtype == object:
+            if ctx.op_type == "Not":
+                fn = lambda e: (not e) if isinstance(e, bool) else UNKNOWN  # noqa: E731
+            else:
+                fn = _unary_value(neg if ctx.op_type == "Neg" else _abs)
+            value = value_or_none(np.asarray(_apply(fn, data.value), dtype=object).reshape(data.value.shape))
+        else:
+            value = {"Neg": np.negative, "Abs": np.abs, "Not": np.logical_not}[ctx.op_type](data.value)
+    return [Fact(dtype=data.dtype, shape=data.shape, value=value)]
+
+
+_SAME_SHAPE_FLOAT = {"Floor": np.floor, "Ceil": np.ceil, "Sqrt": np.sqrt, "Reciprocal": np.reciprocal,
+                     "Relu": lambda x: np.maximum(x, 0)}
+
+
+@rule(*_SAME_SHAPE_FLOAT, since=6)
+def same_shape_float(ctx):
+    data = ctx.input(0)
+    if data is None:
+        return None
+    value = None
+    if data.value is not None and data.value.dtype != object:
+        with np.errstate(all="ignore"):
+            value = _SAME_SHAPE_FLOAT[ctx.op_type](data.value).astype(data.value.dtype)
+    return [Fact(dtype=data.dtype, shape=data.shape, value=value)]
+
+

@@ -1,0 +1,127 @@
+"""Control flow: If, Loop and Scan, with their bodies walked by the same engine.
+
+Outer-scope facts are visible inside a body. A branch or loop result whose dims differ between
+the ways it can come about gets a fresh symbol rather than either guess; a Loop/Scan state dim
+that a body iteration changes becomes fresh too (the dims are a fixed point or unknown).
+"""
+
+from __future__ import annotations
+
+from ...symbolic import free_symbols
+from ..facts import Fact
+from ..registry import rule
+
+
+def _merge(ctx, a: Fact, b: Fact) -> Fact:
+    dtype = a.dtype or b.dtype
+    if a.type_proto is not None or b.type_proto is not None:
+        return Fact(dtype=dtype, type_proto=a.type_proto or b.type_proto)
+    if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+        return Fact(dtype=dtype)
+    return Fact(dtype=dtype, shape=tuple(x if x == y else ctx.fresh("if") for x, y in zip(a.shape, b.shape)))
+
+
+@rule("If", since=1)
+def if_(ctx):
+    cond = ctx.input(0)
+    then_g, else_g = ctx.attr("then_branch"), ctx.attr("else_branch")
+    if then_g is None or else_g is None:
+        return None
+    eng = ctx.engine
+    flat = cond.known_elements() if cond is not None else None
+    if flat is not None and len(flat) == 1 and isinstance(flat[0], bool):
+        g = then_g if flat[0] else else_g
+        return eng.run_subgraph(g, ctx.scope, ctx.opsets, [], ctx.attr_scope)
+    t = eng.run_subgraph(then_g, ctx.scope, ctx.opsets, [], ctx.attr_scope)
+    e = eng.run_subgraph(else_g, ctx.scope, ctx.opsets, [], ctx.attr_scope)
+    return [_merge(ctx, x, y) for x, y in zip(t, e)]
+
+
+def _minted_since(engine, mark: int, dim) -> bool:
+    return any(engine.minted_index(s) >= mark for s in free_symbols(dim))
+
+
+def _fixpoint(ctx, before: Fact, after: Fact, mark: int) -> Fact:
+    """The state after any number of iterations: dims the body keeps, fresh ones elsewhere."""
+    if before is None or before.shape is None or after.shape is None or len(before.shape) != len(after.shape):
+        dtype = (before.dtype if before is not None else 0) or after.dtype
+        return Fact(dtype=dtype, type_proto=after.type_proto)
+    eng = ctx.engine
+    dims = tuple(
+        b if (a == b and not _minted_since(eng, mark, a)) else ctx.fresh("loop")
+        for a, b in zip(after.shape, before.shape)
+    )
+    return Fact(dtype=before.dtype or after.dtype, shape=dims)
+
+
+def _per_iteration(ctx, f: Fact, mark: int, lead) -> Fact:
+    if f.shape is None:
+        return Fact(dtype=f.dtype, type_proto=f.type_proto)
+    rest = tuple(ctx.fresh("loop") if _minted_since(ctx.engine, mark, d) else d for d in f.shape)
+    return Fact(dtype=f.dtype, shape=(lead,) + rest)
+
+
+@rule("Loop", since=1)
+def loop(ctx):
+    body = ctx.attr("body")
+    if body is None:
+        return None
+    eng = ctx.engine
+    n_carried = len(ctx.node.input) - 2
+    carried = [ctx.input(2 + i) for i in range(n_carried)]
+    from onnx import TensorProto
+
+    iter_fact = Fact(dtype=TensorProto.INT64, shape=())
+    cond_fact = Fact(dtype=TensorProto.BOOL, shape=())
+    mark = eng.mint_mark()
+    outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + carried, ctx.attr_scope)
+    results = [_fixpoint(ctx, b, a, mark) for b, a in zip(carried, outs[1:1 + n_carried])]
+    trip = None
+    m = ctx.input(0) if ctx.has_input(0) else None
+    cond_out = outs[0].known_elements() if outs else None
+    if m is not None and not ctx.has_input(1) or (cond_out == [True]):
+        elems = m.known_elements() if m is not None else None
+        if elems is not None and len(elems) == 1 and not isinstance(elems[0], bool):
+            trip = elems[0]
+    for f in outs[1 + n_carried:]:
+        results.append(_per_iteration(ctx, f, mark, trip if trip is not None else ctx.fresh("loop")))
+    return results
+
+
+@rule("Scan", since=9)
+def scan(ctx):
+    body = ctx.attr("body")
+    n_scan = ctx.attr("num_scan_inputs")
+    if body is None or n_scan is None:
+        return None
+    eng = ctx.engine
+    n_in = len(ctx.node.input)
+    n_state = n_in - n_scan
+    states = [ctx.input(i) for i in range(n_state)]
+    scans = [ctx.input(i) for i in range(n_state, n_in)]
+    in_axes = list(ctx.attr("scan_input_axes") or [0] * n_scan)
+    slices = []
+    seq_len = None
+    for f, ax in zip(scans, in_axes):
+        if f is None or f.shape is None:
+            slices.append(None)
+            continue
+        ax = ax + len(f.shape) if ax < 0 else ax
+        if seq_len is None:
+            seq_len = f.shape[ax]
+        slices.append(Fact(dtype=f.dtype, shape=f.shape[:ax] + f.shape[ax + 1:]))
+    mark = eng.mint_mark()
+    outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, states + slices, ctx.attr_scope)
+    results = [_fixpoint(ctx, b, a, mark) for b, a in zip(states, outs[:n_state])]
+    out_axes = list(ctx.attr("scan_output_axes") or [0] * (len(outs) - n_state))
+    lead = seq_len if seq_len is not None else ctx.fresh("scan")
+    for f, ax in zip(outs[n_state:], out_axes):
+        g = _per_iteration(ctx, f, mark, lead)
+        if g.shape is not None and ax != 0:
+            r = len(g.shape)
+            ax = ax + r if ax < 0 else ax
+            dims = list(g.shape[1:])
+            dims.insert(ax, lead)
+            g = Fact(dtype=g.dtype, shape=tuple(dims))
+        results.append(g)
+    return results

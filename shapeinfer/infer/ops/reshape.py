@@ -1,0 +1,137 @@
+"""Reshape, every version.
+
+- v1: the target shape is the ``shape`` attribute; ``0`` copies the input dim, ``-1`` is solved.
+- v5, v13: the target shape is the second input (int64, 1-D); same ``0``/``-1`` meaning.
+- v14, v19, v21, v23: as v5, plus ``allowzero``: with ``allowzero=1`` a ``0`` means zero, and a
+  shape holding both ``0`` and ``-1`` is invalid. (v19/v21/v23 only add types.)
+
+An empty shape means a scalar. ``-1`` is the exact quotient of the element counts, so
+``[B,S,768]`` to ``[0,0,12,-1]`` gives ``64`` and ``[B,S,4]`` to ``[-1,8]`` gives ``B*S/2``.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Optional
+
+from ...symbolic import Expr, provably_nonneg, provably_positive, sub, to_str, truediv
+from ..facts import Fact
+from ..registry import rule
+from ._util import prod, value_entries, value_length
+
+
+def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Optional[int], allowzero: bool) -> Fact:
+    dtype = data.dtype if data is not None else 0
+    in_shape = data.shape if data is not None else None
+    if spec is None:
+        if length is None:
+            return Fact(dtype=dtype)
+        return Fact(dtype=dtype, shape=ctx.fresh_shape(length))
+    known = [e for e in spec if isinstance(e, int)]
+    if known.count(-1) > 1:
+        raise ctx.error(f"shape {_spec_str(spec)} has more than one -1")
+    for e in known:
+        if e < -1:
+            raise ctx.error(f"shape {_spec_str(spec)} has a negative entry {e} (only -1 is allowed)")
+    if allowzero and 0 in known and -1 in known:
+        raise ctx.error(f"shape {_spec_str(spec)} holds both 0 and -1, invalid with allowzero=1")
+    out: list = []
+    infer_at = None
+    for i, e in enumerate(spec):
+        if e is None:
+            out.append(None)
+        elif isinstance(e, int):
+            if e == -1:
+                infer_at = i
+                out.append(None)
+            elif e == 0 and not allowzero:
+                if in_shape is None:
+                    out.append(None)
+                elif i >= len(in_shape):
+                    raise ctx.error(
+                        f"shape {_spec_str(spec)} has 0 at index {i}, which copies an input dim, "
+                        f"but the input has rank {len(in_shape)}"
+                    )
+                else:
+                    out.append(in_shape[i])
+            else:
+                out.append(e)
+        else:  # a symbolic entry: safe only where it cannot be 0 (copy) or -1 (infer)
+            if provably_positive(e) or (allowzero and provably_nonneg(e)):
+                out.append(e)
+            elif not allowzero and provably_nonneg(e) and in_shape is not None and i < len(in_shape) and in_shape[i] == e:
+                out.append(e)  # e > 0 gives e; e == 0 copies the input dim, which is e too
+            else:
+                out.append(None)
+    total_in = prod(in_shape) if in_shape is not None else None
+    if infer_at is not None:
+        others = [d for j, d in enumerate(out) if j != infer_at]
+        if total_in is not None and all(d is not None for d in others):
+            denom = prod(others)
+            if denom == 0:
+                if total_in != 0 and isinstance(total_in, int):
+                    raise ctx.error(f"shape {_spec_str(spec)}: -1 cannot be inferred next to a zero dim")
+            else:
+                q = truediv(total_in, denom)
+                if isinstance(q, Expr) and len(q.terms) == 1 and q.terms[0][0] == ():
+                    raise ctx.error(
+                        f"element counts cannot match: the input has {to_str(total_in)} elements, "
+                        f"not a multiple of {to_str(denom)} from shape {_spec_str(spec)}"
+                    )
+                if isinstance(q, int) and q < 0:
+                    raise ctx.error(f"shape {_spec_str(spec)}: -1 would be negative")
+                out[infer_at] = q
+    elif total_in is not None and all(d is not None for d in out):
+        total_out = prod(out)
+        diff = sub(total_in, total_out)
+        if diff != 0 and _counts_never_match(total_in, total_out):
+            raise ctx.error(
+                f"element counts cannot match: input has {to_str(total_in)} elements, "
+                f"shape {_spec_str(spec)} has {to_str(total_out)}"
+            )
+    out = [d if d is not None else ctx.fresh() for d in out]
+    value = None
+    if data is not None and data.value is not None and all(isinstance(d, int) for d in out):
+        try:
+            value = data.value.reshape(out)
+        except ValueError:
+            value = None
+    return Fact(dtype=dtype, shape=tuple(out), value=value)
+
+
+def _counts_never_match(total_in, total_out) -> bool:
+    """True when two element counts differ for every binding that leaves the tensor non-empty."""
+    if isinstance(total_in, int) and isinstance(total_out, int):
+        return total_in != total_out
+    if total_out == 0 or total_in == 0:
+        return False
+    ratio = truediv(total_in, total_out)
+    if isinstance(ratio, int):
+        return ratio != 1
+    return isinstance(ratio, Expr) and len(ratio.terms) == 1 and ratio.terms[0][0] == () and ratio.terms[0][1] != Fraction(1)
+
+
+def _spec_str(spec) -> str:
+    return "[" + ",".join("?" if e is None else to_str(e) for e in spec) + "]"
+
+
+@rule("Reshape", since=1)
+def reshape_v1(ctx):
+    spec = ctx.attr("shape")
+    if spec is None:
+        return None
+    spec = [int(e) for e in spec]
+    return [reshape_output(ctx, ctx.input(0), spec, len(spec), False)]
+
+
+@rule("Reshape", since=5)
+def reshape_v5(ctx):
+    shape = ctx.input(1)
+    return [reshape_output(ctx, ctx.input(0), value_entries(shape), value_length(shape), False)]
+
+
+@rule("Reshape", since=14)
+def reshape_v14(ctx):
+    shape = ctx.input(1)
+    allowzero = bool(ctx.attr("allowzero", 0))
+    return [reshape_output(ctx, ctx.input(0), value_entries(shape), value_length(shape), allowzero)]

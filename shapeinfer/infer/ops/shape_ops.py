@@ -1,0 +1,452 @@
+"""The ops that compute shapes in exported graphs, with their *values* followed as dims.
+
+Constant, Shape (``start``/``end`` from v15), Size, Gather, Concat, Slice, Unsqueeze/Squeeze
+(axes as attribute before v13, as input from v13), Cast, Identity, Range, ConstantOfShape and the
+Reduce ops (axes as attribute, or as input from ReduceSum-13 / the others' v18).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from ...symbolic import (
+    add,
+    dmax,
+    dmin,
+    floordiv,
+    mul,
+
+    provably_positive,
+    sub,
+)
+from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, obj_array, value_from_numpy
+from ..registry import rule
+from ._util import dims_value, int_entries, normalize_axis, prod, value_entries
+
+INT64 = TensorProto.INT64
+# A Slice bound at or beyond this means "to the end": no tensor dim can reach it.
+_HUGE = 2**62
+
+
+def _partial_value(fact: Optional[Fact]) -> Optional[np.ndarray]:
+    """The fact's value, or an all-unknown object array when only its (small, static) shape is known."""
+    if fact is None:
+        return None
+    if fact.value is not None:
+        return fact.value
+    shape = fact.static_shape()
+    if shape is None or fact.dtype not in INT_TYPES or int(np.prod(shape)) > MAX_VALUE_ELEMENTS:
+        return None
+    return obj_array([UNKNOWN] * int(np.prod(shape)), shape)
+
+
+@rule("Constant", since=1)
+def constant(ctx):
+    for name in ("value", "sparse_value"):
+        a = ctx.attr(name)
+        if a is not None:
+            if name == "sparse_value":
+                return [Fact(dtype=a.values.data_type, shape=tuple(a.dims))]
+            arr = None
+            if a.data_location != TensorProto.EXTERNAL and int(np.prod(a.dims)) <= MAX_VALUE_ELEMENTS:
+                try:
+                    arr = numpy_helper.to_array(a)
+                except Exception:
+                    arr = None
+            value = value_from_numpy(arr, a.data_type) if arr is not None else None
+            if value is not None and value.dtype != object and a.data_type not in FLOAT_TYPES:
+                value = None
+            return [Fact(dtype=a.data_type, shape=tuple(int(d) for d in a.dims), value=value)]
+    for name, dtype in (("value_int", INT64), ("value_float", TensorProto.FLOAT)):
+        v = ctx.attr(name)
+        if v is not None:
+            arr = np.array(v, dtype=np.int64 if dtype == INT64 else np.float32)
+            return [Fact(dtype=dtype, shape=(), value=value_from_numpy(arr, dtype))]
+    for name, dtype in (("value_ints", INT64), ("value_floats", TensorProto.FLOAT)):
+        v = ctx.attr(name)
+        if v is not None:
+            arr = np.array(list(v), dtype=np.int64 if dtype == INT64 else np.float32)
+            return [Fact(dtype=dtype, shape=(len(v),), value=value_from_numpy(arr, dtype))]
+    v = ctx.attr("value_string")
+    if v is not None:
+        return [Fact(dtype=TensorProto.STRING, shape=())]
+    v = ctx.attr("value_strings")
+    if v is not None:
+        return [Fact(dtype=TensorProto.STRING, shape=(len(v),))]
+    return None
+
+
+@rule("Shape", since=1)
+def shape(ctx):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    dims = list(data.shape)
+    if ctx.version >= 15:
+        r = len(dims)
+        start, end = ctx.attr("start", 0), ctx.attr("end", None)
+        start = max(0, min(r, start + r if start < 0 else start))
+        end = r if end is None else max(0, min(r, end + r if end < 0 else end))
+        dims = dims[start:end]
+    return [Fact(dtype=INT64, shape=(len(dims),), value=dims_value(dims))]
+
+
+@rule("Size", since=1)
+def size(ctx):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return [Fact(dtype=INT64, shape=())]
+    return [Fact(dtype=INT64, shape=(), value=obj_array([prod(data.shape)], ()))]
+
+
+@rule("Identity", since=1)
+def identity(ctx):
+    f = ctx.input(0)
+    return [f] if f is not None else None
+
+
+@rule("Gather", since=1)
+def gather(ctx):
+    data, indices = ctx.input(0), ctx.input(1)
+    if data is None or indices is None or data.shape is None or indices.shape is None:
+        return None
+    r = len(data.shape)
+    axis = normalize_axis(ctx, ctx.attr("axis", 0), r)
+    out_shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
+    value = None
+    idx = int_entries(indices)
+    if data.value is not None and idx is not None:
+        n = data.value.shape[axis]
+        for i in idx:
+            if not -n <= i < n:
+                raise ctx.error(f"index {i} is out of range for axis {axis} of size {n}")
+        idx_arr = np.array([i + n if i < 0 else i for i in idx], dtype=np.int64).reshape(indices.value.shape)
+        value = np.asarray(np.take(data.value, idx_arr, axis=axis), dtype=data.value.dtype)
+    return [Fact(dtype=data.dtype, shape=tuple(out_shape), value=value)]
+
+
+@rule("Concat", since=1)
+def concat(ctx):
+    facts = [ctx.input(i) for i in range(len(ctx.node.input)) if ctx.has_input(i)]
+    if not facts or any(f is None or f.shape is None for f in facts):
+        return None
+    r = len(facts[0].shape)
+    if any(len(f.shape) != r for f in facts):
+        raise ctx.error("inputs have different ranks")
+    axis = normalize_axis(ctx, ctx.attr("axis", 0 if ctx.version < 4 else None) or 0, r) if r else 0
+    out = []
+    for k in range(r):
+        if k == axis:
+            total = 0
+            for f in facts:
+                total = add(total, f.shape[k])
+            out.append(total)
+        else:
+            dims = [f.shape[k] for f in facts]
+            ints = [d for d in dims if isinstance(d, int)]
+            if len(set(ints)) > 1:
+                raise ctx.error(f"inputs differ in dim {k} ({', '.join(map(str, ints))}), not the concat axis")
+            out.append(ints[0] if ints else dims[0])
+    value = None
+    parts = [_partial_value(f) for f in facts]
+    if all(p is not None for p in parts) and any(f.value is not None for f in facts):
+        if all(p.dtype == object for p in parts):
+            value = np.concatenate(parts, axis=axis)
+        elif all(p.dtype != object for p in parts):
+            value = np.concatenate(parts, axis=axis)
+    return [Fact(dtype=facts[0].dtype, shape=tuple(out), value=value)]
+
+
+def slice_len(d, s: int, e: int, k: int):
+    """Length of ``x[s:e:k]`` along a dim of size d (ONNX clamping, which is Python's)."""
+    if isinstance(d, int):
+        return len(range(*slice(s, e, k).indices(d)))
+    if k > 0:
+
+        def clamp(x):
+            if x >= _HUGE:
+                return d
+            return dmax(add(d, x), 0) if x < 0 else dmin(x, d)
+
+        n = sub(clamp(e), clamp(s))
+        return dmax(floordiv(add(n, k - 1), k), 0)
+
+    def clamp_neg(x):
+        if x <= -_HUGE:
+            return -1
+        if x >= _HUGE:
+            return sub(d, 1)
+        return dmax(add(d, x), -1) if x < 0 else dmin(x, sub(d, 1))
+
+    n = sub(clamp_neg(s), clamp_neg(e))
+    return dmax(floordiv(add(n, -k - 1), -k), 0)
+
+
+@rule("Slice", since=1)
+def slice_v1(ctx):
+    starts, ends = ctx.attr("starts"), ctx.attr("ends")
+    if starts is None or ends is None:
+        return None
+    return _slice(ctx, list(starts), list(ends), ctx.attr("axes"), None)
+
+
+@rule("Slice", since=10)
+def slice_v10(ctx):
+    starts, ends = int_entries(ctx.input(1)), int_entries(ctx.input(2))
+    axes = int_entries(ctx.input(3)) if ctx.has_input(3) else None
+    steps = int_entries(ctx.input(4)) if ctx.has_input(4) else None
+    if (ctx.has_input(3) and axes is None) or (ctx.has_input(4) and steps is None) or starts is None or ends is None:
+        data = ctx.input(0)
+        if data is None or data.shape is None:
+            return None
+        known_axes = set()
+        if axes is not None:
+            known_axes = {a + len(data.shape) if a < 0 else a for a in axes}
+        elif not ctx.has_input(3):
+            n = len(ctx.input(1).value.reshape(-1)) if ctx.input(1) is not None and ctx.input(1).value is not None else None
+            known_axes = set(range(n)) if n is not None else set(range(len(data.shape)))
+        else:
+            known_axes = set(range(len(data.shape)))
+        return [Fact(dtype=data.dtype, shape=tuple(ctx.fresh() if i in known_axes else d for i, d in enumerate(data.shape)))]
+    return _slice(ctx, starts, ends, axes, steps)
+
+
+def _slice(ctx, starts, ends, axes, steps):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    r = len(data.shape)
+    if axes is None:
+        axes = list(range(len(starts)))
+    if steps is None:
+        steps = [1] * len(starts)
+    if not (len(starts) == len(ends) == len(axes) == len(steps)):
+        raise ctx.error("starts, ends, axes and steps have different lengths")
+    out = list(data.shape)
+    index = [slice(None)] * r
+    for s, e, a, k in zip(starts, ends, axes, steps):
+        a = normalize_axis(ctx, a, r)
+        if k == 0:
+            raise ctx.error("a slice step is 0")
+        out[a] = slice_len(data.shape[a], s, e, k)
+        index[a] = slice(s, e, k)
+    value = None
+    if data.value is not None:
+        value = np.asarray(data.value[tuple(index)], dtype=data.value.dtype)
+    return [Fact(dtype=data.dtype, shape=tuple(out), value=value)]
+
+
+def _axes(ctx, attr_before: int, input_index: int):
+    if ctx.version < attr_before:
+        a = ctx.attr("axes")
+        return list(a) if a is not None else None, True
+    if not ctx.has_input(input_index):
+        return None, True
+    return int_entries(ctx.input(input_index)), False
+
+
+@rule("Unsqueeze", since=1)
+def unsqueeze(ctx):
+    data = ctx.input(0)
+    axes, known = _axes(ctx, 13, 1)
+    if data is None or data.shape is None or axes is None:
+        return None
+    r = len(data.shape) + len(axes)
+    axes = sorted(normalize_axis(ctx, a, r) for a in axes)
+    if len(set(axes)) != len(axes):
+        raise ctx.error("axes has duplicates")
+    out = list(data.shape)
+    for a in axes:
+        out.insert(a, 1)
+    value = data.value.reshape(out) if data.value is not None else None
+    return [Fact(dtype=data.dtype, shape=tuple(out), value=value)]
+
+
+@rule("Squeeze", since=1)
+def squeeze(ctx):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    axes, _ = _axes(ctx, 13, 1)
+    r = len(data.shape)
+    if axes is None:
+        if (ctx.version >= 13 and ctx.has_input(1)) or not all(isinstance(d, int) for d in data.shape):
+            return None
+        axes = [i for i, d in enumerate(data.shape) if d == 1]
+    axes = {normalize_axis(ctx, a, r) for a in axes}
+    for a in axes:
+        d = data.shape[a]
+        if isinstance(d, int) and d != 1:
+            raise ctx.error(f"cannot squeeze axis {a} of size {d}")
+    out = [d for i, d in enumerate(data.shape) if i not in axes]
+    value = data.value.reshape(out) if data.value is not None else None
+    return [Fact(dtype=data.dtype, shape=tuple(out), value=value)]
+
+
+def _cast_value(value, src: int, dst: int):
+    if value is None:
+        return None
+    if value.dtype == object:
+        if dst in INT_TYPES:
+            return value if src in INT_TYPES or src == TensorProto.BOOL else None
+        if dst == TensorProto.BOOL and src in INT_TYPES:
+            return np.frompyfunc(lambda e: e if e is UNKNOWN else (bool(e) if isinstance(e, int) else (True if provably_positive(e) else UNKNOWN)), 1, 1)(value)
+        flat = value.reshape(-1).tolist()
+        if dst in FLOAT_TYPES and all(isinstance(e, (int, bool)) for e in flat):
+            return np.array(flat, dtype=helper.tensor_dtype_to_np_dtype(dst)).reshape(value.shape)
+        return None
+    if src in FLOAT_TYPES and dst in INT_TYPES | {TensorProto.BOOL}:
+        if not np.all(np.isfinite(value)):
+            return None
+        return value_from_numpy(value.astype(helper.tensor_dtype_to_np_dtype(dst)), dst)
+    if dst in FLOAT_TYPES:
+        return value.astype(helper.tensor_dtype_to_np_dtype(dst))
+    return None
+
+
+@rule("Cast", since=1)
+def cast(ctx):
+    data = ctx.input(0)
+    to = ctx.attr("to")
+    if data is None or to is None or isinstance(to, (bytes, str)):
+        return None
+    return [Fact(dtype=to, shape=data.shape, value=_cast_value(data.value, data.dtype, to))]
+
+
+@rule("CastLike", since=15)
+def cast_like(ctx):
+    data, like = ctx.input(0), ctx.input(1)
+    if data is None or like is None or not like.dtype:
+        return None
+    return [Fact(dtype=like.dtype, shape=data.shape, value=_cast_value(data.value, data.dtype, like.dtype))]
+
+
+@rule("Range", since=11)
+def range_(ctx):
+    facts = [ctx.input(i) for i in range(3)]
+    dtype = facts[0].dtype if facts[0] is not None else 0
+    vals = [f.value.reshape(-1)[0] if f is not None and f.value is not None and f.value.size == 1 else None for f in facts]
+    if all(v is not None and not isinstance(v, type(UNKNOWN)) for v in vals) and not any(isinstance(v, np.ndarray) for v in vals):
+        start, limit, delta = vals
+        if all(isinstance(v, (int, float, np.integer, np.floating)) for v in vals):
+            if delta == 0:
+                raise ctx.error("delta is 0")
+            n = max(int(np.ceil((limit - start) / delta)), 0)
+            value = None
+            if n <= MAX_VALUE_ELEMENTS:
+                arr = np.arange(start, limit, delta, dtype=helper.tensor_dtype_to_np_dtype(dtype))[:n] if dtype else None
+                value = value_from_numpy(arr, dtype) if arr is not None else None
+            return [Fact(dtype=dtype, shape=(n,), value=value)]
+        dims = [as_dim(v) for v in vals]
+        if all(d is not None for d in dims) and isinstance(dims[2], int) and dims[2] != 0:
+            start, limit, delta = dims
+            if delta > 0:
+                n = dmax(floordiv(add(sub(limit, start), delta - 1), delta), 0)
+            else:
+                n = dmax(floordiv(add(sub(start, limit), -delta - 1), -delta), 0)
+            value = None
+            if isinstance(n, int) and n <= MAX_VALUE_ELEMENTS:
+                value = obj_array(add(start, mul(i, delta)) for i in range(n))
+            return [Fact(dtype=dtype, shape=(n,), value=value)]
+    return [Fact(dtype=dtype, shape=(ctx.fresh("range"),))]
+
+
+@rule("ConstantOfShape", since=9)
+def constant_of_shape(ctx):
+    spec = value_entries(ctx.input(0))
+    attr = ctx.attr("value")
+    dtype = attr.data_type if attr is not None else TensorProto.FLOAT
+    if spec is None:
+        f = ctx.input(0)
+        if f is not None and f.shape is not None and len(f.shape) == 1 and isinstance(f.shape[0], int):
+            return [Fact(dtype=dtype, shape=ctx.fresh_shape(f.shape[0]))]
+        return [Fact(dtype=dtype)]
+    for e in spec:
+        if isinstance(e, int) and e < 0:
+            raise ctx.error(f"shape has a negative entry {e}")
+    out = tuple(d if d is not None else ctx.fresh() for d in spec)
+    value = None
+    if all(isinstance(d, int) for d in out) and int(np.prod(out)) <= MAX_VALUE_ELEMENTS:
+        fill = numpy_helper.to_array(attr).reshape(-1)[0] if attr is not None else np.float32(0)
+        arr = np.full(out, fill, dtype=helper.tensor_dtype_to_np_dtype(dtype))
+        value = value_from_numpy(arr, dtype)
+        if value is not None and value.dtype != object and dtype not in FLOAT_TYPES:
+            value = None
+    return [Fact(dtype=dtype, shape=out, value=value)]
+
+
+_REDUCE_VALUE = {
+    "ReduceProd": lambda xs: prod(xs),
+    "ReduceSum": lambda xs: _sum(xs),
+    "ReduceMax": lambda xs: _fold(dmax, xs),
+    "ReduceMin": lambda xs: _fold(dmin, xs),
+}
+
+
+def _sum(xs):
+    out = 0
+    for x in xs:
+        out = add(out, x)
+    return out
+
+
+def _fold(fn, xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = fn(out, x)
+    return out
+
+
+def _reduce(ctx, axes_from_input: bool):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    r = len(data.shape)
+    keepdims = bool(ctx.attr("keepdims", 1))
+    if axes_from_input:
+        if ctx.has_input(1):
+            axes = int_entries(ctx.input(1))
+            if axes is None:
+                return None
+        else:
+            axes = []
+    else:
+        axes = list(ctx.attr("axes", []) or [])
+    if not axes:
+        if axes_from_input and ctx.attr("noop_with_empty_axes", 0):
+            return [data]
+        axes = list(range(r))
+    axes = {normalize_axis(ctx, a, r) for a in axes}
+    out = [1 if i in axes else d for i, d in enumerate(data.shape) if keepdims or i not in axes]
+    value = None
+    fn = _REDUCE_VALUE.get(ctx.op_type)
+    if fn is not None and data.value is not None and data.value.dtype == object and r <= 1:
+        flat = [as_dim(e) for e in data.value.reshape(-1).tolist()]
+        if flat and all(e is not None for e in flat):
+            value = obj_array([fn(flat)], tuple(out))
+    return [Fact(dtype=data.dtype, shape=tuple(out), value=value)]
+
+
+_REDUCE_OPS = ("ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean", "ReduceL1", "ReduceL2",
+               "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+
+
+@rule(*_REDUCE_OPS, since=1)
+def reduce_attr_axes(ctx):
+    return _reduce(ctx, False)
+
+
+@rule(*_REDUCE_OPS, since=18)
+def reduce_input_axes(ctx):
+    return _reduce(ctx, True)
+
+
+@rule("ReduceSum", since=13)
+def reduce_sum_13(ctx):
+    return _reduce(ctx, True)
+
+
+

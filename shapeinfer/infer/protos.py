@@ -1,0 +1,111 @@
+"""Conversions between protobuf types and facts: the one place dims meet ``dim_param``."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+from onnx import TensorProto, TypeProto, helper, numpy_helper
+
+from ..symbolic import Dim, ParseError, parse, sym, to_str
+from .facts import INT_TYPES, UNKNOWN, Fact, value_from_numpy
+
+_PARSED: dict = {}
+
+
+def parse_dim_param(text: str) -> Dim:
+    """A dim_param as a dim: an expression in the printed syntax, else an opaque symbol."""
+    d = _PARSED.get(text)
+    if d is None:
+        try:
+            d = parse(text)
+        except ParseError:
+            d = sym(text)
+        _PARSED[text] = d
+    return d
+
+
+def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim]) -> tuple:
+    out = []
+    for d in shape_proto.dim:
+        if d.HasField("dim_value"):
+            out.append(int(d.dim_value))
+        elif d.HasField("dim_param") and d.dim_param:
+            out.append(parse_dim_param(d.dim_param))
+        else:
+            out.append(mint())
+    return tuple(out)
+
+
+def fact_from_type(tp: TypeProto, mint: Callable[[], Dim]) -> Fact:
+    if tp.HasField("tensor_type"):
+        tt = tp.tensor_type
+        shape = dims_from_shape_proto(tt.shape, mint) if tt.HasField("shape") else None
+        return Fact(dtype=tt.elem_type, shape=shape)
+    if tp.HasField("sparse_tensor_type"):
+        tt = tp.sparse_tensor_type
+        shape = dims_from_shape_proto(tt.shape, mint) if tt.HasField("shape") else None
+        return Fact(dtype=tt.elem_type, shape=shape, type_proto=tp)
+    return Fact(type_proto=tp)
+
+
+def fill_shape_proto(shape_proto, shape: tuple) -> None:
+    for d in shape:
+        dim = shape_proto.dim.add()
+        if isinstance(d, int):
+            dim.dim_value = d
+        else:
+            dim.dim_param = to_str(d)
+
+
+def type_from_fact(fact: Fact) -> TypeProto:
+    if fact.type_proto is not None:
+        return fact.type_proto
+    tp = TypeProto()
+    tp.tensor_type.elem_type = fact.dtype
+    if fact.shape is not None:
+        shape_proto = tp.tensor_type.shape
+        shape_proto.SetInParent()
+        fill_shape_proto(shape_proto, fact.shape)
+    return tp
+
+
+def tensor_from_value(fact: Fact, name: str) -> Optional[TensorProto]:
+    """The fact's value as a TensorProto, when it is fully known and concrete."""
+    v = fact.value
+    if v is None or fact.dtype == 0:
+        return None
+    if v.dtype == object:
+        flat = v.reshape(-1).tolist()
+        if any(e is UNKNOWN or not isinstance(e, (int, bool)) for e in flat):
+            return None
+        np_dtype = helper.tensor_dtype_to_np_dtype(fact.dtype)
+        try:
+            arr = np.array(flat, dtype=np_dtype).reshape(v.shape)
+        except (OverflowError, ValueError):
+            return None
+    else:
+        arr = v
+    try:
+        return numpy_helper.from_array(arr, name)
+    except Exception:  # an odd dtype numpy_helper cannot write: just do not pass the value
+        return None
+
+
+def value_from_tensor(tensor: TensorProto) -> Optional[np.ndarray]:
+    """The tracked value of a small constant tensor (never reads external data)."""
+    if tensor.data_location == TensorProto.EXTERNAL:
+        return None
+    n = 1
+    for d in tensor.dims:
+        n *= d
+    if n > 4096:
+        return None
+    if tensor.data_type not in INT_TYPES and tensor.data_type != TensorProto.BOOL:
+        if tensor.data_type not in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16):
+            return None
+    try:
+        arr = numpy_helper.to_array(tensor)
+    except Exception:
+        return None
+    return value_from_numpy(arr, tensor.data_type)

@@ -1,0 +1,39 @@
+"""The dim algebra: ints and canonical symbolic expressions. Imports nothing from onnx."""
+
+from .expr import (
+    Atom,
+    BroadcastError,
+    Dim,
+    EvaluationError,
+    Expr,
+    add,
+    bcast,
+    bounds,
+    dim_key,
+    dmax,
+    dmin,
+    evaluate,
+    floordiv,
+    free_symbols,
+    is_static,
+    mod,
+    mul,
+    neg,
+    provably_equal,
+    provably_le,
+    provably_nonneg,
+    provably_not_one,
+    provably_one,
+    provably_positive,
+    sub,
+    sym,
+    truediv,
+)
+from .printing import NAME_RE, ParseError, parse, to_str
+
+__all__ = [
+    "Atom", "BroadcastError", "Dim", "EvaluationError", "Expr", "NAME_RE", "ParseError",
+    "add", "bcast", "bounds", "dim_key", "dmax", "dmin", "evaluate", "floordiv", "free_symbols",
+    "is_static", "mod", "mul", "neg", "parse", "provably_equal", "provably_le", "provably_nonneg",
+    "provably_not_one", "provably_one", "provably_positive", "sub", "sym", "to_str", "truediv",
+]

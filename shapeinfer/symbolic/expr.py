@@ -1,0 +1,659 @@
+"""Symbolic dims: integers and canonical expressions over named symbols.
+
+A dim is a plain ``int`` or an :class:`Expr`. An ``Expr`` is a polynomial with exact (integer or
+rational) coefficients whose variables are *atoms*: a named symbol, or one of the operations a
+polynomial cannot express -- ``floordiv(a, b)``, ``mod(a, b)``, ``min(a, b)``, ``max(a, b)``,
+``bcast(a, b)`` (the ONNX broadcast of two dims) and ``div(a, b)`` (an exact division that is not a
+polynomial). The constructors put every result in canonical form, so two dims that the algebra
+can show equal compare equal with ``==``; a result that is a constant is always returned as ``int``.
+
+Semantics (what :func:`evaluate` computes under a binding of the symbols):
+
+- ``a / b`` is exact rational division. Reshape's ``-1`` divides element counts, which a valid
+  model makes integral, so ``B*S/4`` evaluates to an integer in every valid run.
+- ``a // b`` and ``a % b`` use floor semantics, like Python (and ONNX ``Mod`` with ``fmod=0``).
+- ``bcast(a, b)`` is ``a`` if ``a == b`` or ``b == 1``, ``b`` if ``a == 1``; otherwise the model is
+  invalid at run time and evaluation raises :class:`EvaluationError`.
+
+Every symbol is assumed to be a non-negative integer (they stand for tensor dims). Each expression
+knows integer bounds derived from that; the ``provably_*`` predicates answer True only when the
+bounds prove it, so "False" means "not proven", never "proven false".
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import floor, inf
+from typing import Mapping, Union
+
+__all__ = [
+    "Atom",
+    "Dim",
+    "Expr",
+    "EvaluationError",
+    "BroadcastError",
+    "sym",
+    "add",
+    "sub",
+    "mul",
+    "neg",
+    "truediv",
+    "floordiv",
+    "mod",
+    "dmin",
+    "dmax",
+    "bcast",
+    "evaluate",
+    "bounds",
+    "free_symbols",
+    "is_static",
+    "dim_key",
+    "provably_equal",
+    "provably_nonneg",
+    "provably_positive",
+    "provably_one",
+    "provably_not_one",
+    "provably_le",
+]
+
+
+class EvaluationError(ArithmeticError):
+    """An expression has no value under a binding (a missing symbol, a failed broadcast, x/0)."""
+
+
+class BroadcastError(ValueError):
+    """Two dims that can never broadcast together (for example 3 and 4)."""
+
+
+Number = Union[int, Fraction]
+
+
+class Atom:
+    """A variable of a polynomial: a symbol, or an operation over dims (kept in canonical form)."""
+
+    __slots__ = ("kind", "args", "key", "_hash", "_bounds")
+
+    def __init__(self, kind: str, args: tuple):
+        self.kind = kind
+        self.args = args
+        if kind == "sym":
+            self.key = (0, args[0])
+        else:
+            self.key = (1, kind, tuple(dim_key(a) for a in args))
+        self._hash = hash(self.key)
+        self._bounds = None
+
+    def __eq__(self, other):
+        return isinstance(other, Atom) and self.key == other.key
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        return f"Atom({self.kind}, {self.args!r})"
+
+
+class Expr:
+    """A canonical polynomial over atoms. Build it with the module's functions or operators."""
+
+    __slots__ = ("terms", "_hash", "_bounds", "_str")
+
+    def __init__(self, terms: tuple):
+        # terms: ((mono, coef), ...) sorted canonically; mono: ((Atom, exp), ...) sorted by atom key.
+        self.terms = terms
+        self._hash = hash(terms)
+        self._bounds = None
+        self._str = None
+
+    def __eq__(self, other):
+        return isinstance(other, Expr) and self._hash == other._hash and self.terms == other.terms
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        from .printing import to_str
+
+        return f"Expr({to_str(self)!r})"
+
+    def __str__(self):
+        if self._str is None:
+            from .printing import to_str
+
+            self._str = to_str(self)
+        return self._str
+
+    # Operators make Expr usable inside NumPy object arrays (shape values are computed that way).
+    def __add__(self, other):
+        return add(self, other) if _is_dim(other) else NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return sub(self, other) if _is_dim(other) else NotImplemented
+
+    def __rsub__(self, other):
+        return sub(other, self) if _is_dim(other) else NotImplemented
+
+    def __mul__(self, other):
+        return mul(self, other) if _is_dim(other) else NotImplemented
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __truediv__(self, other):
+        return truediv(self, other) if _is_dim(other) else NotImplemented
+
+    def __rtruediv__(self, other):
+        return truediv(other, self) if _is_dim(other) else NotImplemented
+
+    def __floordiv__(self, other):
+        return floordiv(self, other) if _is_dim(other) else NotImplemented
+
+    def __rfloordiv__(self, other):
+        return floordiv(other, self) if _is_dim(other) else NotImplemented
+
+    def __mod__(self, other):
+        return mod(self, other) if _is_dim(other) else NotImplemented
+
+    def __rmod__(self, other):
+        return mod(other, self) if _is_dim(other) else NotImplemented
+
+
+Dim = Union[int, Expr]
+
+
+def _is_dim(x) -> bool:
+    return isinstance(x, (int, Expr)) and not isinstance(x, bool)
+
+
+# ---------------------------------------------------------------------------------------------
+# Canonical construction
+
+
+def _norm_coef(c: Number) -> Number:
+    if isinstance(c, Fraction) and c.denominator == 1:
+        return int(c.numerator)
+    return c
+
+
+def _mono_key(mono: tuple) -> tuple:
+    return tuple((a.key, e) for a, e in mono)
+
+
+def _term_sort_key(item) -> tuple:
+    mono = item[0]
+    return (-sum(e for _, e in mono), _mono_key(mono))
+
+
+def _from_dict(d: dict) -> Dim:
+    """Canonical dim from {mono: coef}."""
+    items = [(m, _norm_coef(c)) for m, c in d.items() if c != 0]
+    if not items:
+        return 0
+    if len(items) == 1 and items[0][0] == ():
+        c = items[0][1]
+        if isinstance(c, int):
+            return c
+    items.sort(key=_term_sort_key)
+    return Expr(tuple(items))
+
+
+def _as_dict(d: Dim) -> dict:
+    if isinstance(d, Expr):
+        return dict(d.terms)
+    if isinstance(d, (int, Fraction)):
+        return {(): d} if d != 0 else {}
+    raise TypeError(f"not a dim: {d!r}")
+
+
+def _atom_dim(atom: Atom) -> Expr:
+    return Expr((((((atom, 1),), 1)),))
+
+
+def sym(name: str) -> Expr:
+    """The symbol ``name`` as a dim."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a symbol needs a non-empty name, got {name!r}")
+    return _atom_dim(Atom("sym", (name,)))
+
+
+def _const(d) -> Number | None:
+    """The value of a constant dim (int, or an Expr holding only a rational constant)."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, Fraction):
+        return _norm_coef(d)
+    if isinstance(d, Expr) and len(d.terms) == 1 and d.terms[0][0] == ():
+        return d.terms[0][1]
+    return None
+
+
+def add(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    d = _as_dict(a)
+    for m, c in _as_dict(b).items():
+        d[m] = d.get(m, 0) + c
+    return _from_dict(d)
+
+
+def neg(a: Dim) -> Dim:
+    if isinstance(a, int):
+        return -a
+    return _from_dict({m: -c for m, c in a.terms})
+
+
+def sub(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b
+    return add(a, neg(b))
+
+
+def _mono_mul(m1: tuple, m2: tuple) -> tuple:
+    if not m1:
+        return m2
+    if not m2:
+        return m1
+    exps: dict = dict(m1)
+    for a, e in m2:
+        exps[a] = exps.get(a, 0) + e
+    return tuple(sorted(exps.items(), key=lambda ae: ae[0].key))
+
+
+def mul(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    da, db = _as_dict(a), _as_dict(b)
+    out: dict = {}
+    for m1, c1 in da.items():
+        for m2, c2 in db.items():
+            m = _mono_mul(m1, m2)
+            out[m] = out.get(m, 0) + c1 * c2
+    return _from_dict(out)
+
+
+def _scale(a: Dim, c: Number) -> Dim:
+    return _from_dict({m: k * c for m, k in _as_dict(a).items()})
+
+
+def _mono_div(m1: tuple, m2: tuple):
+    """m1 / m2 if m2 divides m1, else None."""
+    exps = dict(m1)
+    for a, e in m2:
+        have = exps.get(a, 0)
+        if have < e:
+            return None
+        if have == e:
+            del exps[a]
+        else:
+            exps[a] = have - e
+    return tuple(sorted(exps.items(), key=lambda ae: ae[0].key))
+
+
+def _poly_divide(a: Dim, b: Expr):
+    """Exact polynomial quotient a / b, or None when b does not divide a."""
+    num = _as_dict(a)
+    den = sorted(b.terms, key=_term_sort_key)
+    lead_m, lead_c = den[0]
+    quotient: dict = {}
+    for _ in range(10_000):  # bounded: each step removes the leading term of the remainder
+        if not num:
+            return _from_dict(quotient)
+        rem_lead_m, rem_lead_c = sorted(num.items(), key=_term_sort_key)[0]
+        qm = _mono_div(rem_lead_m, lead_m)
+        if qm is None:
+            return None
+        qc = Fraction(rem_lead_c) / lead_c
+        quotient[qm] = quotient.get(qm, 0) + qc
+        for m, c in den:
+            mm = _mono_mul(qm, m)
+            v = num.get(mm, 0) - qc * c
+            if v == 0:
+                num.pop(mm, None)
+            else:
+                num[mm] = v
+    return None
+
+
+def truediv(a: Dim, b: Dim) -> Dim:
+    """Exact division a / b (the quotient of element counts, for Reshape's -1)."""
+    cb = _const(b)
+    if cb is not None:
+        if cb == 0:
+            raise ZeroDivisionError("division of a dim by zero")
+        ca = _const(a)
+        if ca is not None:
+            return _from_dict({(): Fraction(ca) / cb})
+        return _scale(a, Fraction(1) / cb)
+    if a == b:
+        return 1
+    q = _poly_divide(a, b)
+    if q is not None:
+        return q
+    return _atom_dim(Atom("div", (a, b)))
+
+
+def _int_coefs(d: dict) -> bool:
+    return all(isinstance(c, int) for c in d.values())
+
+
+def floordiv(a: Dim, b: Dim) -> Dim:
+    ca, cb = _const(a), _const(b)
+    if cb is not None:
+        if cb == 0:
+            raise ZeroDivisionError("floordiv of a dim by zero")
+        if ca is not None:
+            return int(floor(Fraction(ca) / cb))
+        if cb == 1:
+            return a if _int_coefs(_as_dict(a)) else _atom_dim(Atom("floordiv", (a, b)))
+        if isinstance(cb, int) and cb > 0:
+            da = _as_dict(a)
+            if _int_coefs(da):
+                q = {m: c // cb for m, c in da.items()}
+                r = {m: c % cb for m, c in da.items()}
+                qd, rd = _from_dict(q), _from_dict(r)
+                if rd == 0:
+                    return qd
+                lo, hi = bounds(rd)
+                if lo >= 0 and hi <= cb - 1:
+                    return qd
+                # floordiv(floordiv(x, c1), c2) == floordiv(x, c1*c2) for positive c1, c2
+                if qd == 0 and isinstance(rd, Expr) and len(rd.terms) == 1:
+                    (mono, coef), = rd.terms
+                    if coef == 1 and len(mono) == 1 and mono[0][1] == 1 and mono[0][0].kind == "floordiv":
+                        x, c1 = mono[0][0].args
+                        if isinstance(c1, int) and c1 > 0:
+                            return floordiv(x, c1 * cb)
+                return add(qd, _atom_dim(Atom("floordiv", (rd, b))))
+    if a == b and provably_positive(b):
+        return 1
+    if provably_nonneg(a) and provably_positive(b) and provably_le(add(a, 1), b):
+        return 0
+    return _atom_dim(Atom("floordiv", (a, b)))
+
+
+def mod(a: Dim, b: Dim) -> Dim:
+    ca, cb = _const(a), _const(b)
+    if cb is not None:
+        if cb == 0:
+            raise ZeroDivisionError("mod of a dim by zero")
+        if ca is not None:
+            return _norm_coef(Fraction(ca) - cb * floor(Fraction(ca) / cb))
+        if isinstance(cb, int) and cb in (1, -1) and _int_coefs(_as_dict(a)):
+            return 0
+        if isinstance(cb, int) and cb > 0:
+            da = _as_dict(a)
+            if _int_coefs(da):
+                rd = _from_dict({m: c % cb for m, c in da.items()})
+                if rd == 0:
+                    return 0
+                lo, hi = bounds(rd)
+                if lo >= 0 and hi <= cb - 1:
+                    return rd
+                return _atom_dim(Atom("mod", (rd, b)))
+    if a == b and provably_positive(b):
+        return 0
+    if provably_nonneg(a) and provably_positive(b) and provably_le(add(a, 1), b):
+        return a
+    return _atom_dim(Atom("mod", (a, b)))
+
+
+def _ordered(a: Dim, b: Dim) -> tuple:
+    return (a, b) if dim_key(a) <= dim_key(b) else (b, a)
+
+
+def dmin(a: Dim, b: Dim) -> Dim:
+    ca, cb = _const(a), _const(b)
+    if ca is not None and cb is not None:
+        return _norm_coef(min(ca, cb))
+    if a == b or provably_le(a, b):
+        return a
+    if provably_le(b, a):
+        return b
+    return _atom_dim(Atom("min", _ordered(a, b)))
+
+
+def dmax(a: Dim, b: Dim) -> Dim:
+    ca, cb = _const(a), _const(b)
+    if ca is not None and cb is not None:
+        return _norm_coef(max(ca, cb))
+    if a == b or provably_le(b, a):
+        return a
+    if provably_le(a, b):
+        return b
+    return _atom_dim(Atom("max", _ordered(a, b)))
+
+
+def bcast(a: Dim, b: Dim) -> Dim:
+    """The multidirectional-broadcast result of two dims.
+
+    Exact: where it cannot be decided which side wins, the result is the opaque ``bcast(a, b)``,
+    which evaluates to the run-time value. Raises :class:`BroadcastError` when the two can never
+    broadcast (two different constants, neither 1)."""
+    if a == b:
+        return a
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        raise BroadcastError(f"dims {a} and {b} cannot broadcast")
+    na, nb = provably_not_one(a), provably_not_one(b)
+    if na and nb:
+        # A valid run needs a == b; either name serves, pick the canonical one.
+        return _ordered(a, b)[0]
+    if na:
+        return a
+    if nb:
+        return b
+    return _atom_dim(Atom("bcast", _ordered(a, b)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounds and predicates
+
+
+def _imul(x, y):
+    if x == 0 or y == 0:
+        return 0
+    return x * y
+
+
+def _interval_mul(p, q):
+    c = [_imul(p[0], q[0]), _imul(p[0], q[1]), _imul(p[1], q[0]), _imul(p[1], q[1])]
+    return (min(c), max(c))
+
+
+def _interval_pow(p, e):
+    out = (1, 1)
+    for _ in range(e):
+        out = _interval_mul(out, p)
+    if e % 2 == 0 and p[0] < 0 < p[1]:
+        out = (0, out[1])
+    return out
+
+
+def _quot_interval(pa, pb):
+    """Range of a/b for a in pa, b in pb with pb strictly positive."""
+    c = []
+    for x in pa:
+        for y in pb:
+            if y == inf:
+                c.append(0)
+            elif x in (inf, -inf):
+                c.append(x)
+            else:
+                c.append(Fraction(x) / y)
+    return (min(c), max(c))
+
+
+def _atom_bounds(atom: Atom):
+    if atom._bounds is not None:
+        return atom._bounds
+    k = atom.kind
+    if k == "sym":
+        out = (0, inf)
+    elif k in ("floordiv", "div"):
+        pa, pb = bounds(atom.args[0]), bounds(atom.args[1])
+        if pb[0] > 0:
+            lo, hi = _quot_interval(pa, pb)
+            if k == "floordiv":
+                lo = lo if lo == -inf else floor(lo)
+                hi = hi if hi == inf else floor(hi)
+            out = (lo, hi)
+        else:
+            out = (-inf, inf)
+    elif k == "mod":
+        pa, pb = bounds(atom.args[0]), bounds(atom.args[1])
+        if pb[0] > 0:
+            hi = pb[1] - 1
+            if pa[0] >= 0:
+                hi = min(hi, pa[1])
+            out = (0, hi)
+        else:
+            out = (-inf, inf)
+    else:  # min, max, bcast
+        pa, pb = bounds(atom.args[0]), bounds(atom.args[1])
+        if k == "min":
+            out = (min(pa[0], pb[0]), min(pa[1], pb[1]))
+        elif k == "max":
+            out = (max(pa[0], pb[0]), max(pa[1], pb[1]))
+        else:
+            out = (min(pa[0], pb[0]), max(pa[1], pb[1]))
+    atom._bounds = out
+    return out
+
+
+def bounds(d: Dim) -> tuple:
+    """(lo, hi) with lo <= d <= hi for every binding of non-negative symbols (inf where open)."""
+    if isinstance(d, int):
+        return (d, d)
+    if isinstance(d, Fraction):
+        return (d, d)
+    if d._bounds is not None:
+        return d._bounds
+    lo, hi = 0, 0
+    for mono, coef in d.terms:
+        p = (1, 1)
+        for atom, e in mono:
+            p = _interval_mul(p, _interval_pow(_atom_bounds(atom), e))
+        p = _interval_mul(p, (coef, coef))
+        lo, hi = lo + p[0], hi + p[1]
+    d._bounds = (lo, hi)
+    return d._bounds
+
+
+def provably_nonneg(d: Dim) -> bool:
+    return bounds(d)[0] >= 0
+
+
+def provably_positive(d: Dim) -> bool:
+    return bounds(d)[0] > 0
+
+
+def provably_le(a: Dim, b: Dim) -> bool:
+    """True only when a <= b for every binding."""
+    return provably_nonneg(sub(b, a))
+
+
+def provably_equal(a: Dim, b: Dim) -> bool:
+    return a == b or sub(a, b) == 0
+
+
+def provably_one(d: Dim) -> bool:
+    return d == 1
+
+
+def provably_not_one(d: Dim) -> bool:
+    """True only when d != 1 for every binding (by bounds, or because every coefficient is even)."""
+    if isinstance(d, int):
+        return d != 1
+    lo, hi = bounds(d)
+    if lo >= 2 or hi <= 0:
+        return True
+    return all(isinstance(c, int) and c % 2 == 0 for _, c in d.terms)
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation and inspection
+
+
+def _num(x: Number) -> Number:
+    return _norm_coef(x) if isinstance(x, Fraction) else x
+
+
+def _eval_atom(atom: Atom, binding: Mapping[str, int]) -> Number:
+    k = atom.kind
+    if k == "sym":
+        name = atom.args[0]
+        if name not in binding:
+            raise EvaluationError(f"symbol {name!r} is not bound")
+        return binding[name]
+    a, b = (evaluate(x, binding) for x in atom.args)
+    if k in ("floordiv", "mod", "div") and b == 0:
+        raise EvaluationError(f"{k} by zero")
+    if k == "floordiv":
+        return int(floor(Fraction(a) / b))
+    if k == "mod":
+        return _num(Fraction(a) - b * floor(Fraction(a) / b))
+    if k == "div":
+        return _num(Fraction(a) / b)
+    if k == "min":
+        return min(a, b)
+    if k == "max":
+        return max(a, b)
+    if a == b or b == 1:
+        return a
+    if a == 1:
+        return b
+    raise EvaluationError(f"bcast({a}, {b}): dims do not broadcast")
+
+
+def evaluate(d: Dim, binding: Mapping[str, int]) -> Number:
+    """The value of d when each symbol takes the value binding[name] (exact; int when integral)."""
+    if isinstance(d, int):
+        return d
+    total: Number = 0
+    for mono, coef in d.terms:
+        v: Number = coef
+        for atom, e in mono:
+            v = v * _eval_atom(atom, binding) ** e
+        total += v
+    return _num(total) if isinstance(total, Fraction) else total
+
+
+def free_symbols(d: Dim) -> set:
+    """Names of the symbols d depends on."""
+    out: set = set()
+    if isinstance(d, int):
+        return out
+    stack = [d]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Expr):
+            for mono, _ in x.terms:
+                for atom, _ in mono:
+                    if atom.kind == "sym":
+                        out.add(atom.args[0])
+                    else:
+                        stack.extend(atom.args)
+    return out
+
+
+def is_static(d) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool)
+
+
+def dim_key(d: Dim) -> tuple:
+    """A total order on dims, used to keep commutative arguments in canonical order."""
+    if isinstance(d, int):
+        return (0, d)
+    if isinstance(d, Fraction):
+        return (0, d)
+    return (1, tuple((_mono_key(m), str(c)) for m, c in d.terms))

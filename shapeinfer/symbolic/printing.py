@@ -1,0 +1,195 @@
+"""The printed form of a dim, and its parser.
+
+Grammar (what goes into ``dim_param``; Python precedence and associativity)::
+
+    expr  := term (('+' | '-') term)*
+    term  := unary (('*' | '/' | '//' | '%') unary)*
+    unary := ('-' | '+') unary | atom
+    atom  := INT | NAME | NAME '(' expr ',' expr ')' | '(' expr ')'
+
+``/`` is exact division, ``//`` and ``%`` floor division and modulo; the calls are ``min``, ``max``
+and ``bcast``. ``to_str`` prints the canonical form without spaces (``2*seq+1``,
+``batch*seq/4``, ``(S+1)//2``) and ``parse(to_str(d)) == d`` for every dim.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from math import lcm
+
+from .expr import Dim, add, bcast, dmax, dmin, floordiv, mod, mul, neg, sub, sym, truediv
+
+__all__ = ["to_str", "parse", "ParseError", "NAME_RE"]
+
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SIMPLE_PRODUCT = re.compile(r"[A-Za-z0-9_]+(\*[A-Za-z0-9_]+)*\Z")
+_SIMPLE = re.compile(r"[A-Za-z0-9_]+\Z")
+
+
+class ParseError(ValueError):
+    """A string that is not a dim expression in the printed syntax."""
+
+
+def _operand(d: Dim, left: bool) -> str:
+    s = to_str(d)
+    ok = _SIMPLE_PRODUCT if left else _SIMPLE
+    return s if ok.match(s) else f"({s})"
+
+
+def _atom_str(atom) -> str:
+    k = atom.kind
+    if k == "sym":
+        return atom.args[0]
+    a, b = atom.args
+    if k in ("min", "max", "bcast"):
+        return f"{k}({to_str(a)},{to_str(b)})"
+    op = {"floordiv": "//", "mod": "%", "div": "/"}[k]
+    return f"{_operand(a, True)}{op}{_operand(b, False)}"
+
+
+def _term_str(mono: tuple, n: int, negative: bool) -> str:
+    if not mono:
+        return str(n)
+    single = len(mono) == 1 and mono[0][1] == 1
+    parts = []
+    for atom, e in mono:
+        s = _atom_str(atom)
+        if atom.kind in ("floordiv", "mod", "div") and not (single and n == 1 and not negative):
+            s = f"({s})"
+        parts.extend([s] * e)
+    body = "*".join(parts)
+    return body if n == 1 else f"{n}*{body}"
+
+
+def to_str(d: Dim) -> str:
+    """The canonical printed form of a dim."""
+    if isinstance(d, int):
+        return str(d)
+    if d._str is not None:
+        return d._str
+    den = 1
+    for _, c in d.terms:
+        if isinstance(c, Fraction):
+            den = lcm(den, c.denominator)
+    pieces = []
+    for i, (mono, c) in enumerate(d.terms):
+        n = int(c * den)
+        body = _term_str(mono, abs(n), n < 0)
+        if i == 0:
+            pieces.append(("-" if n < 0 else "") + body)
+        else:
+            pieces.append(("-" if n < 0 else "+") + body)
+    num = "".join(pieces)
+    if den != 1:
+        num = f"{num}/{den}" if len(d.terms) == 1 else f"({num})/{den}"
+    d._str = num
+    return num
+
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*/%(),]))")
+_CALLS = {"min": dmin, "max": dmax, "bcast": bcast}
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = []
+        pos = 0
+        stripped = text.rstrip()
+        while pos < len(stripped):
+            m = _TOKEN.match(stripped, pos)
+            if not m:
+                raise ParseError(f"unexpected character at {pos} in {text!r}")
+            if m.group(1) is not None:
+                self.tokens.append(("int", int(m.group(1))))
+            elif m.group(2) is not None:
+                self.tokens.append(("name", m.group(2)))
+            else:
+                self.tokens.append(("op", m.group(3)))
+            pos = m.end()
+        self.i = 0
+
+    def peek(self):
+        return self.tokens[self.i] if self.i < len(self.tokens) else (None, None)
+
+    def take(self, op=None):
+        tok = self.peek()
+        if tok[0] is None or (op is not None and tok != ("op", op)):
+            want = repr(op) if op else "more input"
+            raise ParseError(f"expected {want} in {self.text!r}")
+        self.i += 1
+        return tok
+
+    def expr(self):
+        d = self.term()
+        while self.peek() in (("op", "+"), ("op", "-")):
+            op = self.take()[1]
+            rhs = self.term()
+            d = add(d, rhs) if op == "+" else sub(d, rhs)
+        return d
+
+    def term(self):
+        d = self.unary()
+        while self.peek() in (("op", "*"), ("op", "/"), ("op", "//"), ("op", "%")):
+            op = self.take()[1]
+            rhs = self.unary()
+            try:
+                if op == "*":
+                    d = mul(d, rhs)
+                elif op == "/":
+                    d = truediv(d, rhs)
+                elif op == "//":
+                    d = floordiv(d, rhs)
+                else:
+                    d = mod(d, rhs)
+            except ZeroDivisionError as e:
+                raise ParseError(f"{e} in {self.text!r}") from None
+        return d
+
+    def unary(self):
+        tok = self.peek()
+        if tok == ("op", "-"):
+            self.take()
+            return neg(self.unary())
+        if tok == ("op", "+"):
+            self.take()
+            return self.unary()
+        return self.atom()
+
+    def atom(self):
+        kind, val = self.take()
+        if kind == "int":
+            return val
+        if kind == "name":
+            if self.peek() == ("op", "("):
+                fn = _CALLS.get(val)
+                if fn is None:
+                    raise ParseError(f"unknown function {val!r} in {self.text!r}")
+                self.take("(")
+                a = self.expr()
+                self.take(",")
+                b = self.expr()
+                self.take(")")
+                try:
+                    return fn(a, b)
+                except ValueError as e:
+                    raise ParseError(f"{e} in {self.text!r}") from None
+            return sym(val)
+        if val == "(":
+            d = self.expr()
+            self.take(")")
+            return d
+        raise ParseError(f"unexpected {val!r} in {self.text!r}")
+
+
+def parse(text: str) -> Dim:
+    """Parse the printed form of a dim. Raises ParseError on anything else."""
+    p = _Parser(text)
+    if not p.tokens:
+        raise ParseError("empty dim expression")
+    d = p.expr()
+    if p.i != len(p.tokens):
+        raise ParseError(f"unexpected {p.tokens[p.i][1]!r} in {text!r}")
+    return d
+
