@@ -1,2 +1,178 @@
-def main():
-    raise SystemExit(0)
+"""``shapeinfer``: thin click commands over the library.
+
+``shapeinfer MODEL`` is the same as ``shapeinfer infer MODEL``; the group leaves room for more
+commands beside ``infer``. Errors become one line on stderr and an exit code in :func:`main`:
+1 for an invalid model, 2 for bad usage or an unreadable file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+
+import click
+
+EXIT_INVALID_MODEL = 1
+EXIT_USAGE = 2
+
+
+class DefaultGroup(click.Group):
+    """A group whose first argument, when it is not a command name, goes to ``infer``."""
+
+    default_command = "infer"
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = [self.default_command] + list(args)
+        return super().parse_args(ctx, args)
+
+
+def _version() -> str:
+    from shapeinfer import __version__
+
+    return __version__
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", prog_name="shapeinfer")
+def cli():
+    """Symbolic shape inference for ONNX models.
+
+    \b
+    shapeinfer MODEL            shapes of every Expand/Reshape/Tile, inputs and outputs
+    shapeinfer MODEL --all      every tensor
+    shapeinfer MODEL --json     the same data as JSON
+    shapeinfer MODEL -o OUT     also write the model with the shapes written in
+    """
+
+
+def _parse_input_shape(values) -> dict:
+    out = {}
+    for item in values:
+        if "=" not in item:
+            raise click.BadParameter(f"{item!r}: expected NAME=d0,d1,... (for example x=1,seq,768)", param_hint="--input-shape")
+        name, dims = item.split("=", 1)
+        parsed = []
+        for d in (dims.split(",") if dims.strip() else []):
+            d = d.strip()
+            if not d:
+                raise click.BadParameter(f"{item!r}: empty dim", param_hint="--input-shape")
+            if d.lstrip("-").isdigit():
+                if int(d) < 0:
+                    raise click.BadParameter(f"{item!r}: dims cannot be negative", param_hint="--input-shape")
+                parsed.append(int(d))
+            else:
+                from shapeinfer.symbolic import ParseError, parse
+
+                try:
+                    parse(d)
+                except ParseError as e:
+                    raise click.BadParameter(f"{item!r}: {e}", param_hint="--input-shape") from None
+                parsed.append(d)
+        out[name.strip()] = parsed
+    return out
+
+
+def write_model_atomically(model, path: str) -> None:
+    """Write to a temporary file beside ``path`` and rename it into place only on success."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".shapeinfer-", suffix=".onnx", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(model.SerializeToString())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+@cli.command("infer")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=True))
+@click.option("--all", "all_tensors", is_flag=True, help="List every tensor, not only Expand/Reshape/Tile.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write the annotated model here.")
+@click.option(
+    "--input-shape",
+    "input_shape",
+    multiple=True,
+    metavar="NAME=DIMS",
+    help="Override an input's shape, e.g. --input-shape x=1,seq,768 (repeatable).",
+)
+def infer_cmd(model_path, all_tensors, as_json, output, input_shape):
+    """Infer and print the shapes of MODEL."""
+    import shapeinfer
+
+    from .render import render_table
+
+    overrides = _parse_input_shape(input_shape)
+    model = shapeinfer.load_model(model_path)
+    known_inputs = {i.name for i in model.graph.input}
+    for name in overrides:
+        if name not in known_inputs:
+            raise click.BadParameter(
+                f"the model has no input named {name!r} (inputs: {', '.join(sorted(known_inputs)) or 'none'})",
+                param_hint="--input-shape",
+            )
+    result = shapeinfer.infer(model, input_shapes=overrides)
+    if output:
+        if os.path.abspath(output) == os.path.abspath(model_path):
+            raise click.BadParameter("refusing to overwrite the input model", param_hint="-o")
+        annotated = shapeinfer.annotate(model, result)
+        if overrides:
+            from shapeinfer.infer.protos import fill_shape_proto
+
+            for vi in annotated.graph.input:
+                if vi.name in overrides:
+                    vi.type.tensor_type.ClearField("shape")
+                    vi.type.tensor_type.shape.SetInParent()
+                    fill_shape_proto(vi.type.tensor_type.shape, result.shape(vi.name))
+        write_model_atomically(annotated, output)
+    if as_json:
+        data = result.to_dict(all_tensors=all_tensors)
+        data["model"] = model_path
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(render_table(result, model_path, all_tensors=all_tensors))
+        if output:
+            click.echo(f"annotated model written to {output}")
+
+
+def main(argv=None) -> int:
+    """Entry point: run the CLI, turning every error into one line and an exit code."""
+    from shapeinfer.errors import ModelLoadError, ShapeInferenceError
+
+    try:
+        cli.main(args=argv, prog_name="shapeinfer", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as e:
+        ctx_hint = ""
+        if isinstance(e, click.UsageError) and e.ctx is not None:
+            ctx_hint = f" (see '{e.ctx.command_path} --help')"
+        click.echo(f"error: {e.format_message()}{ctx_hint}", err=True)
+        return EXIT_USAGE
+    except ShapeInferenceError as e:
+        click.echo(f"error: invalid model: {e}", err=True)
+        return EXIT_INVALID_MODEL
+    except ModelLoadError as e:
+        click.echo(f"error: {e}", err=True)
+        return EXIT_USAGE
+    except OSError as e:
+        click.echo(f"error: {e.filename or ''}: {e.strerror or e}", err=True)
+        return EXIT_USAGE
+    except Exception as e:  # an internal error still gets one line, not a traceback
+        click.echo(f"error: internal error ({type(e).__name__}: {e}); please report it", err=True)
+        return 3
+    return 0
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

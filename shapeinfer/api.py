@@ -17,6 +17,11 @@ from .symbolic import Dim, free_symbols, to_str
 RESHAPE_LIKE = ("Expand", "Reshape", "Tile")
 
 
+def dtype_name(dtype: int) -> str:
+    """'float', 'int64', 'bfloat16', ... for a TensorProto element type."""
+    return onnx.helper.tensor_dtype_to_string(dtype).replace("TensorProto.", "").lower()
+
+
 class InferenceResult:
     """What inference found: every tensor's facts, the diagnostics and the minted symbols."""
 
@@ -73,7 +78,7 @@ class InferenceResult:
             f = self.facts.get(name)
             return {
                 "name": name,
-                "dtype": onnx.helper.tensor_dtype_to_string(f.dtype) if f is not None and f.dtype else None,
+                "dtype": dtype_name(f.dtype) if f is not None and f.dtype else None,
                 "shape": self.shape_strs(name),
                 "kind": self.classify(name),
             }

@@ -46,6 +46,7 @@ __all__ = [
     "evaluate",
     "bounds",
     "free_symbols",
+    "substitute",
     "is_static",
     "dim_key",
     "provably_equal",
@@ -626,6 +627,31 @@ def evaluate(d: Dim, binding: Mapping[str, int]) -> Number:
             v = v * _eval_atom(atom, binding) ** e
         total += v
     return _num(total) if isinstance(total, Fraction) else total
+
+
+_CONSTRUCTORS = {}
+
+
+def substitute(d: Dim, mapping: Mapping[str, Dim]) -> Dim:
+    """d with each symbol named in mapping replaced by its dim, rebuilt in canonical form."""
+    if isinstance(d, int) or not (free_symbols(d) & mapping.keys()):
+        return d
+    if not _CONSTRUCTORS:
+        _CONSTRUCTORS.update(floordiv=floordiv, mod=mod, min=dmin, max=dmax, bcast=bcast, div=truediv)
+    total: Dim = 0
+    for mono, coef in d.terms:
+        term: Dim = _from_dict({(): coef})
+        for atom, e in mono:
+            if atom.kind == "sym":
+                v = mapping.get(atom.args[0], None)
+                v = _atom_dim(atom) if v is None else v
+            else:
+                a, b = (substitute(x, mapping) for x in atom.args)
+                v = _CONSTRUCTORS[atom.kind](a, b)
+            for _ in range(e):
+                term = mul(term, v)
+        total = add(total, term)
+    return total
 
 
 def free_symbols(d: Dim) -> set:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Optional
 
-from ...symbolic import Expr, provably_nonneg, provably_positive, sub, to_str, truediv
+from ...symbolic import Expr, provably_nonneg, provably_positive, sub, substitute, to_str, truediv
 from ..facts import Fact
 from ..registry import rule
 from ._util import prod, value_entries, value_length
@@ -59,8 +59,10 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
         else:  # a symbolic entry: safe only where it cannot be 0 (copy) or -1 (infer)
             if provably_positive(e) or (allowzero and provably_nonneg(e)):
                 out.append(e)
-            elif not allowzero and provably_nonneg(e) and in_shape is not None and i < len(in_shape) and in_shape[i] == e:
-                out.append(e)  # e > 0 gives e; e == 0 copies the input dim, which is e too
+            elif not allowzero and in_shape is not None and i < len(in_shape) and _zero_copies_itself(e, in_shape[i]):
+                out.append(e)  # e > 0 gives e; e == 0 copies the input dim, which is then 0 too
+            elif not allowzero and in_shape is not None and i >= len(in_shape) and provably_nonneg(e):
+                out.append(e)  # e == 0 here has no input dim to copy: a valid run has e > 0
             else:
                 out.append(None)
     total_in = prod(in_shape) if in_shape is not None else None
@@ -97,6 +99,19 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
         except ValueError:
             value = None
     return Fact(dtype=dtype, shape=tuple(out), value=value)
+
+
+def _zero_copies_itself(e, in_dim) -> bool:
+    """True when the entry e is never negative and, whenever e == 0, the input dim is 0 too."""
+    if e == in_dim:
+        return provably_nonneg(e)
+    if not isinstance(e, Expr) or len(e.terms) != 1:
+        return False
+    mono, coef = e.terms[0]
+    if not mono or coef <= 0 or any(atom.kind != "sym" for atom, _ in mono):
+        return False
+    # e is a positive multiple of a product of symbols: it is 0 exactly when one of them is.
+    return all(substitute(in_dim, {atom.args[0]: 0}) == 0 for atom, _ in mono)
 
 
 def _counts_never_match(total_in, total_out) -> bool:

@@ -450,3 +450,32 @@ def reduce_sum_13(ctx):
 
 
 
+
+
+@rule("Flatten", since=1)
+def flatten(ctx):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    r = len(data.shape)
+    axis = ctx.attr("axis", 1)
+    axis = axis + r if axis < 0 else axis
+    if not 0 <= axis <= r:
+        raise ctx.error(f"axis {ctx.attr('axis', 1)} is out of range for rank {r}")
+    out = (prod(data.shape[:axis]), prod(data.shape[axis:]))
+    value = data.value.reshape([d for d in out]) if data.value is not None and all(isinstance(d, int) for d in out) else None
+    return [Fact(dtype=data.dtype, shape=out, value=value)]
+
+
+@rule("Transpose", since=1)
+def transpose(ctx):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    r = len(data.shape)
+    perm = ctx.attr("perm")
+    perm = list(range(r))[::-1] if perm is None else [normalize_axis(ctx, p, r) for p in perm]
+    if sorted(perm) != list(range(r)):
+        raise ctx.error(f"perm {list(perm)} is not a permutation of the {r} axes")
+    value = np.transpose(data.value, perm) if data.value is not None else None
+    return [Fact(dtype=data.dtype, shape=tuple(data.shape[p] for p in perm), value=value)]

@@ -1,0 +1,144 @@
+"""Conformance on onnx's backend node cases that hold Expand, Reshape or Tile.
+
+Two modes:
+
+- ``static``: graph inputs keep their real shapes; the outputs' declared shapes and all
+  value_info are erased; inference must recover each output's shape.
+- ``symbolic``: every graph-input dim becomes a named symbol; each inferred output dim is
+  evaluated with the real input sizes bound and compared with the real output shape.
+
+An output is *exact* when every dim evaluates to the real size, *unknown* when its rank is
+unknown or a dim involves a symbol minted for an unknown dim, *wrong* otherwise (including a
+crash). Run ``python tests/conformance.py`` to print the figures.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections import Counter
+
+import numpy as np
+import onnx
+
+import shapeinfer
+from shapeinfer.symbolic import EvaluationError, evaluate, free_symbols
+
+OPS = {"Expand", "Reshape", "Tile"}
+
+
+def _ops(graph):
+    for n in graph.node:
+        yield n.op_type
+        for a in n.attribute:
+            if a.HasField("g"):
+                yield from _ops(a.g)
+            for g in a.graphs:
+                yield from _ops(g)
+
+
+def cases():
+    """(name, model, inputs, outputs) of every backend node case whose graph holds the ops."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        all_cases = collect_testcases(None)
+    out = []
+    for c in all_cases:
+        m = c.model
+        ops = set(_ops(m.graph))
+        for f in m.functions:
+            ops |= {n.op_type for n in f.node}
+        if ops & OPS:
+            for inputs, outputs in c.data_sets:
+                out.append((c.name, m, inputs, outputs))
+    return out
+
+
+def _prepare(model, inputs, mode):
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    del g.value_info[:]
+    binding = {}
+    init = {t.name for t in g.initializer}
+    real_inputs = [vi for vi in g.input if vi.name not in init]
+    for vi, arr in zip(real_inputs, inputs):
+        if not vi.type.HasField("tensor_type"):
+            continue
+        shape = vi.type.tensor_type.shape
+        shape.ClearField("dim")
+        arr_shape = np.shape(arr)
+        for k, size in enumerate(arr_shape):
+            d = shape.dim.add()
+            if mode == "static":
+                d.dim_value = int(size)
+            else:
+                name = f"{_ident(vi.name)}_d{k}"
+                d.dim_param = name
+                binding[name] = int(size)
+    for o in g.output:
+        if o.type.HasField("tensor_type"):
+            o.type.tensor_type.ClearField("shape")
+    return m, binding
+
+
+def _ident(name):
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name) or "x"
+
+
+def classify(result, name, expected, binding):
+    shape = result.shape(name)
+    if shape is None:
+        return "unknown"
+    real = np.shape(expected)
+    if len(shape) != len(real):
+        return "wrong"
+    unknown = False
+    for d, r in zip(shape, real):
+        if any(s in result.minted for s in free_symbols(d)):
+            unknown = True
+            continue
+        try:
+            v = evaluate(d, binding)
+        except EvaluationError:
+            return "wrong"
+        if v != r:
+            return "wrong"
+    return "unknown" if unknown else "exact"
+
+
+def run(mode, verbose=False):
+    counts = Counter()
+    details = []
+    for name, model, inputs, outputs in cases():
+        m, binding = _prepare(model, inputs, mode)
+        try:
+            result = shapeinfer.infer(m)
+        except Exception as e:  # any failure on a valid model counts as wrong
+            for o in m.graph.output:
+                counts["wrong"] += 1
+                details.append((name, o.name, "wrong", f"crash: {type(e).__name__}: {e}"))
+            continue
+        for o, expected in zip(m.graph.output, outputs):
+            kind = classify(result, o.name, expected, binding)
+            counts[kind] += 1
+            if kind != "exact":
+                details.append((name, o.name, kind, f"got {result.shape_strs(o.name)}, real {list(np.shape(expected))}"))
+    return counts, details
+
+
+def main(argv):
+    verbose = "-v" in argv
+    for mode in ("static", "symbolic"):
+        counts, details = run(mode)
+        total = sum(counts.values())
+        print(f"{mode}: {total} outputs: exact {counts['exact']}, unknown {counts['unknown']}, wrong {counts['wrong']}")
+        if verbose:
+            for d in details:
+                print("   ", *d)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
