@@ -385,7 +385,7 @@ def mod(a: Dim, b: Dim) -> Dim:
         if cb == 0:
             raise ZeroDivisionError("mod of a dim by zero")
         if ca is not None:
-            return _norm_coef(Fraction(ca) - cb * floor(Fraction(ca) / cb))
+            return _from_dict({(): Fraction(ca) - cb * floor(Fraction(ca) / cb)})
         if isinstance(cb, int) and cb in (1, -1) and _int_coefs(_as_dict(a)):
             return 0
         if isinstance(cb, int) and cb > 0:
@@ -412,7 +412,7 @@ def _ordered(a: Dim, b: Dim) -> tuple:
 def dmin(a: Dim, b: Dim) -> Dim:
     ca, cb = _const(a), _const(b)
     if ca is not None and cb is not None:
-        return _norm_coef(min(ca, cb))
+        return _from_dict({(): min(ca, cb)})
     if a == b or provably_le(a, b):
         return a
     if provably_le(b, a):
@@ -423,7 +423,7 @@ def dmin(a: Dim, b: Dim) -> Dim:
 def dmax(a: Dim, b: Dim) -> Dim:
     ca, cb = _const(a), _const(b)
     if ca is not None and cb is not None:
-        return _norm_coef(max(ca, cb))
+        return _from_dict({(): max(ca, cb)})
     if a == b or provably_le(b, a):
         return a
     if provably_le(a, b):
@@ -618,7 +618,7 @@ def _eval_atom(atom: Atom, binding: Mapping[str, int]) -> Number:
 
 def evaluate(d: Dim, binding: Mapping[str, int]) -> Number:
     """The value of d when each symbol takes the value binding[name] (exact; int when integral)."""
-    if isinstance(d, int):
+    if isinstance(d, (int, Fraction)):
         return d
     total: Number = 0
     for mono, coef in d.terms:

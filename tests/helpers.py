@@ -1,0 +1,50 @@
+"""Small builders shared by the tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from shapeinfer.symbolic import EvaluationError, evaluate
+
+
+def single_node_model(op, opset, data_dims, const_inputs=(), attrs=None, dtype=TensorProto.FLOAT):
+    """A model with one node: input ``x`` (dims: ints or symbol names), constant extra inputs."""
+    inits = []
+    names = ["x"]
+    for i, arr in enumerate(const_inputs):
+        name = f"c{i}"
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        names.append(name)
+    attrs = dict(attrs or {})
+    empty = [k for k, v in attrs.items() if isinstance(v, list) and not v]
+    node = helper.make_node(op, names, ["y"], name=f"{op.lower()}_node", **{k: v for k, v in attrs.items() if k not in empty})
+    for k in empty:  # an empty list has no type of its own: say it is INTS
+        node.attribute.append(helper.make_attribute(k, [], attr_type=onnx.AttributeProto.INTS))
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", dtype, list(data_dims))],
+        [helper.make_tensor_value_info("y", dtype, None)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def symbols_for(shape):
+    names = [f"d{i}" for i in range(len(shape))]
+    return names, dict(zip(names, shape))
+
+
+def evaluate_shape(dims, binding):
+    """The shape as ints under binding, or None if a dim cannot be evaluated."""
+    try:
+        return tuple(int(evaluate(d, binding)) for d in dims)
+    except EvaluationError:
+        return None
+
+
+def save(model, path):
+    onnx.save(model, str(path))
+    return str(path)
