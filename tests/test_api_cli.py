@@ -1,0 +1,179 @@
+"""The Python API and the CLI, end to end, with onnxruntime as ground truth on the fixture."""
+
+import hashlib
+import json
+import os
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+
+import shapeinfer
+from shapeinfer.symbolic import parse
+from shapeinfer_cli.main import cli, main
+from tests.helpers import evaluate_shape, save, single_node_model
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "..", "fixtures", "tiny_bert.onnx")
+
+
+def _write(path, data):
+    path.write_bytes(data)
+    return path
+
+
+def _digest(path):
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+# ------------------------------------------------------------------ Python API
+
+
+def test_infer_shapes_writes_value_info_and_leaves_input_untouched():
+    model = onnx.load(FIXTURE)
+    before = model.SerializeToString()
+    out = shapeinfer.infer_shapes(model)
+    assert model.SerializeToString() == before
+    vi = {v.name: v for v in out.graph.value_info}
+    dims = vi["/attn/query/Reshape_output_0"].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in dims] == ["batch", "seq+1", 4, 4]
+    outs = {o.name: o for o in out.graph.output}
+    flat = outs["token_states"].type.tensor_type.shape.dim
+    assert parse(flat[0].dim_param) == parse("batch*(seq+1)")
+    onnx.checker.check_model(out, full_check=True)
+
+
+def test_input_shapes_override():
+    out = shapeinfer.infer_shapes(onnx.load(FIXTURE), input_shapes={"input_ids": [2, "n"], "attention_mask": [2, "n"]})
+    outs = {o.name: o for o in out.graph.output}
+    dims = outs["last_hidden_state"].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in dims] == [2, "n+1", 16]
+
+
+@pytest.mark.parametrize("batch, seq", [(1, 1), (2, 5), (3, 2), (1, 7)])
+def test_every_inferred_shape_matches_onnxruntime(batch, seq):
+    ort = pytest.importorskip("onnxruntime")
+    model = onnx.load(FIXTURE)
+    result = shapeinfer.infer(model)
+    names = result.tensor_names()
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    del exposed.graph.output[:]
+    for n in names:
+        exposed.graph.output.append(onnx.helper.make_empty_tensor_value_info(n))
+    sess = ort.InferenceSession(exposed.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {
+        "input_ids": np.random.default_rng(0).integers(0, 50, (batch, seq)).astype(np.int64),
+        "attention_mask": np.ones((batch, seq), np.int64),
+    }
+    values = sess.run(names, feeds)
+    binding = {"batch": batch, "seq": seq}
+    for name, real in zip(names, values):
+        got = result.shape(name)
+        assert got is not None, name
+        assert evaluate_shape(got, binding) == real.shape, (name, [str(d) for d in got])
+    assert result.summary()["unknown"] == 0
+
+
+def test_invalid_model_error_names_node():
+    model = single_node_model("Reshape", 14, [5, 6], [np.array([4, -1], dtype=np.int64)])
+    with pytest.raises(shapeinfer.ShapeInferenceError) as info:
+        shapeinfer.infer(model)
+    assert "reshape_node" in str(info.value) and "Reshape" in str(info.value)
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_cli_table():
+    r = CliRunner().invoke(cli, [FIXTURE])
+    assert r.exit_code == 0, r.output
+    assert "/attn/query/Reshape" in r.output
+    assert "[batch,seq+1,4,4]" in r.output
+    assert "[batch,1,seq+1,seq+1]" in r.output
+    assert "symbols: batch, seq" in r.output
+
+
+def test_cli_all_and_json():
+    r = CliRunner().invoke(cli, [FIXTURE, "--all"])
+    assert r.exit_code == 0 and "/mask/Sub_output_0" in r.output
+    r = CliRunner().invoke(cli, [FIXTURE, "--json"])
+    assert r.exit_code == 0
+    data = json.loads(r.output)
+    node = next(n for n in data["nodes"] if n["name"] == "/cls/Tile")
+    assert node["outputs"][0]["shape"] == ["batch", "1", "16"]
+    assert data["summary"]["symbols"] == ["batch", "seq"]
+    assert data["outputs"][0]["dtype"] == "float"
+
+
+def test_cli_writes_annotated_model(tmp_path):
+    out = tmp_path / "annotated.onnx"
+    before = _digest(FIXTURE)
+    r = CliRunner().invoke(cli, [FIXTURE, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert _digest(FIXTURE) == before
+    m = onnx.load(str(out))
+    assert any(v.name == "/mask/Expand_output_0" for v in m.graph.value_info)
+    assert [p for p in os.listdir(tmp_path) if p.startswith(".shapeinfer-")] == []
+
+
+def test_cli_input_shape():
+    r = CliRunner().invoke(cli, [FIXTURE, "--input-shape", "input_ids=1,n", "--input-shape", "attention_mask=1,n"])
+    assert r.exit_code == 0, r.output
+    assert "[1,n+1,4,4]" in r.output
+
+
+@pytest.mark.parametrize("args", [["--help"], ["infer", "--help"]])
+def test_cli_help(args):
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0
+    assert "Usage" in r.output
+
+
+def test_cli_invalid_model_exit_1(tmp_path, capsys):
+    path = save(single_node_model("Reshape", 14, [5, 6], [np.array([4, -1], dtype=np.int64)]), tmp_path / "bad.onnx")
+    out = tmp_path / "out.onnx"
+    code = main([path, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "reshape_node" in err and "Reshape" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "make, expect",
+    [
+        (lambda p: p / "missing.onnx", "cannot read"),
+        (lambda p: p, "is a directory"),
+        (lambda p: _write(p / "empty.onnx", b""), "empty"),
+        (lambda p: _write(p / "junk.onnx", bytes(range(256)) * 3), "not an ONNX model"),
+        (lambda p: _write(p / "text.onnx", b"hello, not a model"), "not an ONNX model"),
+    ],
+    ids=["missing", "directory", "empty", "random_bytes", "text"],
+)
+def test_cli_unreadable_input_exit_2(tmp_path, capsys, make, expect):
+    code = main([str(make(tmp_path))])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert expect in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--bogus"], ["--input-shape", "nonsense"], ["--input-shape", "nope=1,2"], ["--input-shape", "input_ids=1,-3"]],
+    ids=["unknown_option", "no_equals", "unknown_input", "negative_dim"],
+)
+def test_cli_bad_options_exit_2(capsys, args):
+    code = main([FIXTURE] + args)
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error:") and "Traceback" not in err
+
+
+def test_cli_refuses_to_overwrite_input(tmp_path, capsys):
+    path = save(onnx.load(FIXTURE), tmp_path / "m.onnx")
+    before = _digest(path)
+    assert main([path, "-o", path]) == 2
+    assert _digest(path) == before
