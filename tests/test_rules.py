@@ -215,3 +215,28 @@ def test_invalid_models_raise_with_node_name(op, opset, in_dims, consts, attrs, 
     assert message in text
     assert f"{op.lower()}_node" in text and op in text
     assert "input shapes" in text
+
+
+@pytest.mark.parametrize(
+    "opset, in_dims, consts, attrs, n, expected",
+    [
+        (13, ["B", 10], [[3, 7]], {"axis": 1}, 2, [["B", "3"], ["B", "7"]]),
+        (13, ["B", "S"], [], {"axis": 1}, 2, [["B", "S/2"], ["B", "S/2"]]),
+        (18, [10], [], {"num_outputs": 3}, 3, [["4"], ["4"], ["2"]]),
+        (11, [6, "S"], [], {"axis": 0, "split": [2, 4]}, 2, [["2", "S"], ["4", "S"]]),
+    ],
+    ids=["sizes_input", "equal_symbolic", "num_outputs_uneven", "sizes_attribute"],
+)
+def test_split(opset, in_dims, consts, attrs, n, expected):
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.array(c, dtype=np.int64), f"c{i}") for i, c in enumerate(consts)]
+    outs = [f"y{i}" for i in range(n)]
+    node = helper.make_node("Split", ["x"] + [t.name for t in inits], outs, **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_dims)],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    r = shapeinfer.infer(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]))
+    assert [r.shape_strs(o) for o in outs] == expected
+    # numbers: np.array_split agrees with the v18 uneven rule
+    if opset == 18:
+        assert [len(p) for p in np.array_split(np.empty(10), [4, 8])] == [4, 4, 2]

@@ -1,5 +1,6 @@
 """The dim algebra: canonical forms, printing, parsing, bounds -- golden cases and property tests."""
 
+import os
 from fractions import Fraction
 from math import floor
 
@@ -180,7 +181,7 @@ def _build(t):
     }[op]()
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=int(os.environ.get("SHAPEINFER_EXAMPLES", 400)), deadline=None)
 @given(_tree(), st.fixed_dictionaries({n: st.integers(0, 12) for n in NAMES}))
 def test_simplify_then_evaluate_equals_direct(tree, env):
     try:
@@ -198,7 +199,7 @@ def test_simplify_then_evaluate_equals_direct(tree, env):
     # that binding, and the simplified form may take either side: bcast(c, x) with c != 1 is c.
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=int(os.environ.get("SHAPEINFER_EXAMPLES", 400)), deadline=None)
 @given(_tree())
 def test_parse_print_roundtrip(tree):
     try:

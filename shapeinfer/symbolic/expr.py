@@ -365,12 +365,12 @@ def floordiv(a: Dim, b: Dim) -> Dim:
                 if lo >= 0 and hi <= cb - 1:
                     return qd
                 # floordiv(floordiv(x, c1), c2) == floordiv(x, c1*c2) for positive c1, c2
-                if qd == 0 and isinstance(rd, Expr) and len(rd.terms) == 1:
+                if isinstance(rd, Expr) and len(rd.terms) == 1:
                     (mono, coef), = rd.terms
                     if coef == 1 and len(mono) == 1 and mono[0][1] == 1 and mono[0][0].kind == "floordiv":
                         x, c1 = mono[0][0].args
                         if isinstance(c1, int) and c1 > 0:
-                            return floordiv(x, c1 * cb)
+                            return add(qd, floordiv(x, c1 * cb))
                 return add(qd, _atom_dim(Atom("floordiv", (rd, b))))
     if a == b and provably_positive(b):
         return 1

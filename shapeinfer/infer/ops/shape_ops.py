@@ -479,3 +479,42 @@ def transpose(ctx):
         raise ctx.error(f"perm {list(perm)} is not a permutation of the {r} axes")
     value = np.transpose(data.value, perm) if data.value is not None else None
     return [Fact(dtype=data.dtype, shape=tuple(data.shape[p] for p in perm), value=value)]
+
+
+@rule("Split", since=1)
+def split(ctx):
+    """Split: sizes from the ``split`` attribute (before v13) or input (v13 on); without them,
+    equal parts (exact division before v18; from v18 ``num_outputs`` parts of ceil(d/n), the
+    last one smaller)."""
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    r = len(data.shape)
+    axis = normalize_axis(ctx, ctx.attr("axis", 0), r)
+    d = data.shape[axis]
+    n = len(ctx.node.output)
+    if ctx.version < 13:
+        sizes = ctx.attr("split")
+        sizes = list(sizes) if sizes else None
+        if sizes is None and ctx.version < 2 and ctx.has_input(1):
+            sizes = value_entries(ctx.input(1))
+    else:
+        sizes = value_entries(ctx.input(1)) if ctx.has_input(1) else None
+    if sizes is None:
+        if ctx.version >= 18 and ctx.attr("num_outputs") is not None:
+            chunk = floordiv(add(d, n - 1), n)
+            sizes = [chunk] * (n - 1) + [sub(d, mul(n - 1, chunk))]
+        else:
+            from ...symbolic import truediv
+
+            if isinstance(d, int) and d % n:
+                raise ctx.error(f"axis {axis} of size {d} does not split into {n} equal parts")
+            sizes = [truediv(d, n)] * n
+    if len(sizes) != n:
+        raise ctx.error(f"split has {len(sizes)} sizes for {n} outputs")
+    outs = []
+    for s in sizes:
+        dims = list(data.shape)
+        dims[axis] = s if s is not None else ctx.fresh()
+        outs.append(Fact(dtype=data.dtype, shape=tuple(dims)))
+    return outs
