@@ -17,9 +17,9 @@ from ..errors import ShapeInferenceError
 from ..symbolic import Dim, sym
 from . import ops  # noqa: F401  (registers the rules)
 from .context import NodeContext
-from .facts import Fact, value_from_numpy
+from .facts import Fact
 from .fallback import infer_with_onnx
-from .protos import dims_from_shape_proto, fact_from_type, parse_dim_param, value_from_tensor
+from .protos import fact_from_type, parse_dim_param, value_from_tensor
 from .registry import lookup, normalize_domain
 
 _NON_NAME = re.compile(r"[^A-Za-z0-9_]")
@@ -210,9 +210,6 @@ class Engine:
         self.run_nodes(graph.node, facts, opsets, attr_scope)
         return [facts.get(o.name) or Fact() for o in graph.output]
 
-    def declared_shape(self, shape_proto) -> tuple:
-        return dims_from_shape_proto(shape_proto, self.mint)
-
 
 def _topological(nodes, facts) -> list:
     """The nodes in an order where each runs after its producers (the given order if it is one)."""
@@ -263,4 +260,4 @@ def _topological(nodes, facts) -> list:
     return out
 
 
-__all__ = ["Engine", "Diagnostic", "value_from_numpy"]
+__all__ = ["Engine", "Diagnostic"]

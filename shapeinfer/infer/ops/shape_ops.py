@@ -449,9 +449,6 @@ def reduce_sum_13(ctx):
     return _reduce(ctx, True)
 
 
-
-
-
 @rule("Flatten", since=1)
 def flatten(ctx):
     data = ctx.input(0)
