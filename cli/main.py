@@ -120,16 +120,7 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape):
     if output:
         if os.path.abspath(output) == os.path.abspath(model_path):
             raise click.BadParameter("refusing to overwrite the input model", param_hint="-o")
-        annotated = shapeinfer.annotate(model, result)
-        if overrides:
-            from shapeinfer.infer.protos import fill_shape_proto
-
-            for vi in annotated.graph.input:
-                if vi.name in overrides:
-                    vi.type.tensor_type.ClearField("shape")
-                    vi.type.tensor_type.shape.SetInParent()
-                    fill_shape_proto(vi.type.tensor_type.shape, result.shape(vi.name))
-        write_model_atomically(annotated, output)
+        write_model_atomically(shapeinfer.annotate(model, result, overrides), output)
     if as_json:
         data = result.to_dict(all_tensors=all_tensors)
         data["model"] = model_path

@@ -206,11 +206,19 @@ def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult) -> None:
     fill_shape_proto(tt.shape, fact.shape)
 
 
-def annotate(model: ModelProto, result: InferenceResult) -> ModelProto:
-    """A copy of ``model`` whose value_info and graph outputs carry the inferred shapes."""
+def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None) -> ModelProto:
+    """A copy of ``model`` whose value_info and graph outputs carry the inferred shapes.
+
+    Graph inputs named in ``input_shapes`` get the overriding shape written in too."""
     out = ModelProto()
     out.CopyFrom(model)
     g = out.graph
+    for vi in g.input:
+        fact = result.facts.get(vi.name)
+        if input_shapes and vi.name in input_shapes and fact is not None and fact.shape is not None:
+            vi.type.tensor_type.ClearField("shape")
+            vi.type.tensor_type.shape.SetInParent()
+            fill_shape_proto(vi.type.tensor_type.shape, fact.shape)
     outputs = {o.name: o for o in g.output}
     existing = {vi.name: vi for vi in g.value_info}
     known_elsewhere = {i.name for i in g.input} | {t.name for t in g.initializer}
@@ -241,12 +249,4 @@ def infer_shapes(model, *, input_shapes: Optional[dict] = None) -> ModelProto:
     given is not modified. Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
     m = _as_model(model)
     result = infer(m, input_shapes=input_shapes)
-    annotated = annotate(m, result)
-    if input_shapes:
-        for vi in annotated.graph.input:
-            fact = result.facts.get(vi.name)
-            if vi.name in input_shapes and fact is not None and fact.shape is not None:
-                vi.type.tensor_type.ClearField("shape")
-                vi.type.tensor_type.shape.SetInParent()
-                fill_shape_proto(vi.type.tensor_type.shape, fact.shape)
-    return annotated
+    return annotate(m, result, input_shapes)

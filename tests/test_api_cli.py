@@ -119,10 +119,14 @@ def test_cli_writes_annotated_model(tmp_path):
     assert [p for p in os.listdir(tmp_path) if p.startswith(".shapeinfer-")] == []
 
 
-def test_cli_input_shape():
-    r = CliRunner().invoke(cli, [FIXTURE, "--input-shape", "input_ids=1,n", "--input-shape", "attention_mask=1,n"])
+def test_cli_input_shape(tmp_path):
+    out = tmp_path / "o.onnx"
+    args = [FIXTURE, "--input-shape", "input_ids=1,n", "--input-shape", "attention_mask=1,n", "-o", str(out)]
+    r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
     assert "[1,n+1,4,4]" in r.output
+    dims = onnx.load(str(out)).graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in dims] == [1, "n"]
 
 
 @pytest.mark.parametrize("args", [["--help"], ["infer", "--help"]])
