@@ -101,7 +101,12 @@ def write_model_atomically(model, path: str) -> None:
     metavar="NAME=DIMS",
     help="Override an input's shape, e.g. --input-shape x=1,seq,768 (repeatable).",
 )
-def infer_cmd(model_path, all_tensors, as_json, output, input_shape):
+@click.option(
+    "--assume-nonempty",
+    is_flag=True,
+    help="Assume every dim of a graph input is at least 1 (no empty tensors); reported in the output.",
+)
+def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_nonempty):
     """Infer and print the shapes of MODEL."""
     import shapeinfer
 
@@ -116,7 +121,7 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape):
                 f"the model has no input named {name!r} (inputs: {', '.join(sorted(known_inputs)) or 'none'})",
                 param_hint="--input-shape",
             )
-    result = shapeinfer.infer(model, input_shapes=overrides)
+    result = shapeinfer.infer(model, input_shapes=overrides, assume_nonempty=assume_nonempty)
     if output:
         if os.path.abspath(output) == os.path.abspath(model_path):
             raise click.BadParameter("refusing to overwrite the input model", param_hint="-o")

@@ -60,6 +60,8 @@ def render_table(result, model_path: str, all_tensors: bool = False) -> str:
         f"symbols: {', '.join(s['symbols']) or 'none'}"
         + (f"; minted for unknown dims: {', '.join(s['minted_symbols'])}" if s["minted_symbols"] else "")
     )
+    for a in result.assumptions:
+        out.append(f"assumption: {a}")
     for d in result.diagnostics:
         out.append(str(d))
     return "\n".join(out)

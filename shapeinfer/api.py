@@ -30,6 +30,9 @@ class InferenceResult:
         self.facts: dict = engine.facts
         self.diagnostics: list = engine.diagnostics
         self.minted: dict = dict(engine.minted)
+        self.assumptions: list = (
+            ["every dim of a graph input is at least 1 (--assume-nonempty)"] if engine.assume_nonempty else []
+        )
 
     def fact(self, name: str) -> Optional[Fact]:
         return self.facts.get(name)
@@ -97,6 +100,7 @@ class InferenceResult:
                 for n in self.reshape_like_nodes()
             ],
             "summary": self.summary(),
+            "assumptions": list(self.assumptions),
             "diagnostics": [d.as_dict() for d in self.diagnostics],
         }
         if all_tensors:
@@ -161,14 +165,18 @@ def _as_model(model) -> ModelProto:
     raise TypeError(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
 
 
-def infer(model, *, input_shapes: Optional[dict] = None) -> InferenceResult:
+def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False) -> InferenceResult:
     """Infer every tensor's shape; the model is not modified.
 
     ``input_shapes`` maps a graph input name to a list of ints and/or symbol names (or
     expressions) that replaces the model's declared shape for that input.
+    ``assume_nonempty`` (opt-in) takes every dim of a graph input to be at least 1. Without it a
+    symbol may be 0, and shapes that differ only for empty tensors are reported unknown; with it
+    they are exact for every binding of the symbols to positive sizes. The result lists it under
+    ``assumptions``.
     Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
     m = _as_model(model)
-    engine = Engine(m, input_shapes=input_shapes)
+    engine = Engine(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty)
     engine.run()
     return InferenceResult(m, engine)
 
@@ -242,11 +250,11 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     return out
 
 
-def infer_shapes(model, *, input_shapes: Optional[dict] = None) -> ModelProto:
+def infer_shapes(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False) -> ModelProto:
     """Like ``onnx.shape_inference.infer_shapes``: a new model with every inferred shape written in.
 
     Symbolic dims are written as ``dim_param`` in the printed syntax (``batch*seq/4``). The model
     given is not modified. Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
     m = _as_model(model)
-    result = infer(m, input_shapes=input_shapes)
+    result = infer(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty)
     return annotate(m, result, input_shapes)

@@ -6,6 +6,8 @@ Two modes:
   value_info are erased; inference must recover each output's shape.
 - ``symbolic``: every graph-input dim becomes a named symbol; each inferred output dim is
   evaluated with the real input sizes bound and compared with the real output shape.
+- ``symbolic-nonempty``: as ``symbolic``, with the opt-in assumption that input dims are at
+  least 1 (``assume_nonempty``); a case whose real inputs have an empty dim runs without it.
 
 An output is *exact* when every dim evaluates to the real size, *unknown* when its rank is
 unknown or a dim involves a symbol minted for an unknown dim, *wrong* otherwise (including a
@@ -109,13 +111,17 @@ def classify(result, name, expected, binding):
     return "unknown" if unknown else "exact"
 
 
-def run(mode, verbose=False):
+MODES = ("static", "symbolic", "symbolic-nonempty")
+
+
+def run(mode):
     counts = Counter()
     details = []
     for name, model, inputs, outputs in cases():
         m, binding = _prepare(model, inputs, mode)
+        assume = mode == "symbolic-nonempty" and all(v >= 1 for v in binding.values())
         try:
-            result = shapeinfer.infer(m)
+            result = shapeinfer.infer(m, assume_nonempty=assume)
         except Exception as e:  # any failure on a valid model counts as wrong
             for o in m.graph.output:
                 counts["wrong"] += 1
@@ -131,7 +137,7 @@ def run(mode, verbose=False):
 
 def main(argv):
     verbose = "-v" in argv
-    for mode in ("static", "symbolic"):
+    for mode in MODES:
         counts, details = run(mode)
         total = sum(counts.values())
         print(f"{mode}: {total} outputs: exact {counts['exact']}, unknown {counts['unknown']}, wrong {counts['wrong']}")

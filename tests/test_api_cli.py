@@ -181,3 +181,25 @@ def test_cli_refuses_to_overwrite_input(tmp_path, capsys):
     before = _digest(path)
     assert main([path, "-o", path]) == 2
     assert _digest(path) == before
+
+
+def test_assume_nonempty_is_opt_in_and_reported():
+    """Reshape back to Shape(x) after a broadcast: exact only if empty dims are ruled out."""
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Flatten", ["x"], ["f"], axis=0),
+        helper.make_node("Reshape", ["f", "s"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["A", "B"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    strict = shapeinfer.infer(model)
+    # x = [0, 0]: f = [1, 0], s = [0, 0] copies f's dims -> y = [1, 0], not [A, B] = [0, 0].
+    assert strict.classify("y") == "unknown" and strict.assumptions == []
+    assumed = shapeinfer.infer(model, assume_nonempty=True)
+    assert assumed.shape_strs("y") == ["A", "B"]
+    assert assumed.assumptions
+    r = CliRunner().invoke(cli, [FIXTURE, "--assume-nonempty"])
+    assert r.exit_code == 0 and "assumption: every dim of a graph input is at least 1" in r.output

@@ -58,9 +58,15 @@ def _graph_dim_params(graph, out: set) -> None:
 class Engine:
     """Infers facts for every tensor of a model. Use :meth:`run`, then read :attr:`facts`."""
 
-    def __init__(self, model, input_shapes: Optional[dict] = None):
+    def __init__(self, model, input_shapes: Optional[dict] = None, assume_nonempty: bool = False):
         self.model = model
         self.input_shapes = dict(input_shapes or {})
+        # Opt-in: every dim of a graph input is at least 1 (no empty tensors are fed). Symbols
+        # named on graph inputs then carry the lower bound 1; all others stay >= 0.
+        self.assume_nonempty = assume_nonempty
+        self._positive_names: set = set()
+        self._symbols: dict = {}
+        self._params: dict = {}
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
         self.functions = {(f.domain, f.name): f for f in model.functions}
         self.diagnostics: list = []
@@ -75,7 +81,23 @@ class Engine:
 
     # -- symbols -------------------------------------------------------------------------------
 
-    def mint(self, hint: str = "u", origin: str = "") -> Dim:
+    def symbol(self, name: str) -> Dim:
+        """The model's symbol called ``name`` (one object per name for the whole run)."""
+        d = self._symbols.get(name)
+        if d is None:
+            d = sym(name, 1 if name in self._positive_names else 0)
+            self._symbols[name] = d
+        return d
+
+    def param(self, text: str) -> Dim:
+        """A dim_param as a dim, with this model's symbols."""
+        d = self._params.get(text)
+        if d is None:
+            d = parse_dim_param(text, self.symbol)
+            self._params[text] = d
+        return d
+
+    def mint(self, hint: str = "u", origin: str = "", positive: bool = False) -> Dim:
         """A new symbol for a dim nothing can express; deterministic per model."""
         base = _NON_NAME.sub("_", hint)[:12] or "u"
         if base[0].isdigit():
@@ -88,7 +110,9 @@ class Engine:
         self._taken.add(name)
         self.minted[name] = origin or hint
         self._minted_order[name] = self._counter
-        return sym(name)
+        if positive:
+            self._positive_names.add(name)
+        return self.symbol(name)
 
     def is_minted(self, name: str) -> bool:
         return name in self.minted
@@ -110,6 +134,8 @@ class Engine:
         graph = self.model.graph
         facts: dict = {}
         init_names = {t.name for t in graph.initializer}
+        if self.assume_nonempty:
+            self._positive_names = _input_symbol_names(graph, init_names, self.input_shapes)
         for t in graph.initializer:
             value = value_from_tensor(t)
             facts[t.name] = Fact(dtype=t.data_type, shape=tuple(int(d) for d in t.dims), value=value)
@@ -127,7 +153,11 @@ class Engine:
         return facts
 
     def _input_fact(self, vi) -> Fact:
-        fact = fact_from_type(vi.type, lambda: self.mint(f"{vi.name}", origin=f"input {vi.name}"))
+        fact = fact_from_type(
+            vi.type,
+            lambda: self.mint(f"{vi.name}", origin=f"input {vi.name}", positive=self.assume_nonempty),
+            self.param,
+        )
         override = self.input_shapes.get(vi.name)
         if override is not None:
             dims = []
@@ -135,7 +165,7 @@ class Engine:
                 if isinstance(d, int) and not isinstance(d, bool):
                     dims.append(d)
                 else:
-                    dims.append(parse_dim_param(str(d)))
+                    dims.append(self.param(str(d)))
             fact.shape = tuple(dims)
         return fact
 
@@ -205,10 +235,37 @@ class Engine:
         for vi, given in zip(graph.input, input_facts):
             fact = given
             if fact is None or (fact.shape is None and fact.type_proto is None):
-                fact = fact_from_type(vi.type, lambda: self.mint("sub"))
+                fact = fact_from_type(vi.type, lambda: self.mint("sub"), self.param)
             local[vi.name] = fact
         self.run_nodes(graph.node, facts, opsets, attr_scope)
         return [facts.get(o.name) or Fact() for o in graph.output]
+
+
+def _input_symbol_names(graph, init_names: set, input_shapes: dict) -> set:
+    """Names of the symbols in the graph inputs' dims (declared or overridden)."""
+    from ..symbolic import ParseError, free_symbols, parse
+
+    names: set = set()
+
+    def add(text: str) -> None:
+        try:
+            names.update(free_symbols(parse(text)))
+        except ParseError:
+            names.add(text)
+
+    for vi in graph.input:
+        if vi.name in init_names:
+            continue
+        if vi.name in input_shapes:
+            for d in input_shapes[vi.name]:
+                if not isinstance(d, int):
+                    add(str(d))
+            continue
+        if vi.type.HasField("tensor_type"):
+            for d in vi.type.tensor_type.shape.dim:
+                if d.dim_param:
+                    add(d.dim_param)
+    return names
 
 
 def _topological(nodes, facts) -> list:

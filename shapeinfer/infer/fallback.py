@@ -73,6 +73,8 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope) -> lis
         if tp is None:
             outs.append(None)
             continue
-        fact = fact_from_type(tp, lambda: engine.mint(node.op_type.lower(), origin=f"{node.op_type} {node.name}"))
+        fact = fact_from_type(
+            tp, lambda: engine.mint(node.op_type.lower(), origin=f"{node.op_type} {node.name}"), engine.param
+        )
         outs.append(fact if (fact.dtype or fact.type_proto is not None) else None)
     return [o if o is not None else Fact() for o in outs]

@@ -10,41 +10,34 @@ from onnx import TensorProto, TypeProto, helper, numpy_helper
 from ..symbolic import Dim, ParseError, parse, sym, to_str
 from .facts import INT_TYPES, UNKNOWN, Fact, value_from_numpy
 
-_PARSED: dict = {}
-
-
-def parse_dim_param(text: str) -> Dim:
+def parse_dim_param(text: str, symbol: Callable[[str], Dim] = sym) -> Dim:
     """A dim_param as a dim: an expression in the printed syntax, else an opaque symbol."""
-    d = _PARSED.get(text)
-    if d is None:
-        try:
-            d = parse(text)
-        except ParseError:
-            d = sym(text)
-        _PARSED[text] = d
-    return d
+    try:
+        return parse(text, symbol)
+    except ParseError:
+        return symbol(text)
 
 
-def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim]) -> tuple:
+def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[[str], Dim]) -> tuple:
     out = []
     for d in shape_proto.dim:
         if d.HasField("dim_value"):
             out.append(int(d.dim_value))
         elif d.HasField("dim_param") and d.dim_param:
-            out.append(parse_dim_param(d.dim_param))
+            out.append(param(d.dim_param))
         else:
             out.append(mint())
     return tuple(out)
 
 
-def fact_from_type(tp: TypeProto, mint: Callable[[], Dim]) -> Fact:
+def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str], Dim] = parse_dim_param) -> Fact:
     if tp.HasField("tensor_type"):
         tt = tp.tensor_type
-        shape = dims_from_shape_proto(tt.shape, mint) if tt.HasField("shape") else None
+        shape = dims_from_shape_proto(tt.shape, mint, param) if tt.HasField("shape") else None
         return Fact(dtype=tt.elem_type, shape=shape)
     if tp.HasField("sparse_tensor_type"):
         tt = tp.sparse_tensor_type
-        shape = dims_from_shape_proto(tt.shape, mint) if tt.HasField("shape") else None
+        shape = dims_from_shape_proto(tt.shape, mint, param) if tt.HasField("shape") else None
         return Fact(dtype=tt.elem_type, shape=shape, type_proto=tp)
     return Fact(type_proto=tp)
 

@@ -72,13 +72,14 @@ Number = Union[int, Fraction]
 class Atom:
     """A variable of a polynomial: a symbol, or an operation over dims (kept in canonical form)."""
 
-    __slots__ = ("kind", "args", "key", "_hash", "_bounds")
+    __slots__ = ("kind", "args", "key", "lo", "_hash", "_bounds")
 
-    def __init__(self, kind: str, args: tuple):
+    def __init__(self, kind: str, args: tuple, lo: int = 0):
         self.kind = kind
         self.args = args
+        self.lo = lo  # a symbol's lower bound: 0, or 1 for a dim assumed non-empty
         if kind == "sym":
-            self.key = (0, args[0])
+            self.key = (0, args[0]) if lo == 0 else (0, args[0], lo)
         else:
             self.key = (1, kind, tuple(dim_key(a) for a in args))
         self._hash = hash(self.key)
@@ -217,11 +218,12 @@ def _atom_dim(atom: Atom) -> Expr:
     return Expr((((((atom, 1),), 1)),))
 
 
-def sym(name: str) -> Expr:
-    """The symbol ``name`` as a dim."""
+def sym(name: str, lo: int = 0) -> Expr:
+    """The symbol ``name`` as a dim. ``lo=1`` declares it at least 1 (a dim assumed non-empty);
+    that is part of its identity, so one model should name each symbol with one ``lo``."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"a symbol needs a non-empty name, got {name!r}")
-    return _atom_dim(Atom("sym", (name,)))
+    return _atom_dim(Atom("sym", (name,), lo))
 
 
 def _const(d) -> Number | None:
@@ -499,7 +501,7 @@ def _atom_bounds(atom: Atom):
         return atom._bounds
     k = atom.kind
     if k == "sym":
-        out = (0, inf)
+        out = (atom.lo, inf)
     elif k in ("floordiv", "div"):
         pa, pb = bounds(atom.args[0]), bounds(atom.args[1])
         if pb[0] > 0:

@@ -92,7 +92,8 @@ _CALLS = {"min": dmin, "max": dmax, "bcast": bcast}
 
 
 class _Parser:
-    def __init__(self, text: str):
+    def __init__(self, text: str, symbol=sym):
+        self.symbol = symbol
         self.text = text
         self.tokens = []
         pos = 0
@@ -175,7 +176,7 @@ class _Parser:
                     return fn(a, b)
                 except ValueError as e:
                     raise ParseError(f"{e} in {self.text!r}") from None
-            return sym(val)
+            return self.symbol(val)
         if val == "(":
             d = self.expr()
             self.take(")")
@@ -183,9 +184,11 @@ class _Parser:
         raise ParseError(f"unexpected {val!r} in {self.text!r}")
 
 
-def parse(text: str) -> Dim:
-    """Parse the printed form of a dim. Raises ParseError on anything else."""
-    p = _Parser(text)
+def parse(text: str, symbol=sym) -> Dim:
+    """Parse the printed form of a dim. Raises ParseError on anything else.
+
+    ``symbol(name)`` makes the dim for each name (default: a plain symbol)."""
+    p = _Parser(text, symbol)
     if not p.tokens:
         raise ParseError("empty dim expression")
     d = p.expr()
