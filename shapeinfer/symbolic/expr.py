@@ -509,6 +509,11 @@ def _atom_bounds(atom: Atom):
             if k == "floordiv":
                 lo = lo if lo == -inf else floor(lo)
                 hi = hi if hi == inf else floor(hi)
+            else:  # an exact division is an integer in a valid run: positive means >= 1
+                lo = lo if lo == -inf else -floor(-Fraction(lo))
+                hi = hi if hi == inf else floor(Fraction(hi))
+                if pa[0] > 0:
+                    lo = max(lo, 1)
             out = (lo, hi)
         else:
             out = (-inf, inf)
@@ -548,6 +553,11 @@ def bounds(d: Dim) -> tuple:
             p = _interval_mul(p, _interval_pow(_atom_bounds(atom), e))
         p = _interval_mul(p, (coef, coef))
         lo, hi = lo + p[0], hi + p[1]
+    # Every dim is an integer in a valid run (an exact division divides), so round inward.
+    if lo not in (inf, -inf):
+        lo = -floor(-Fraction(lo))
+    if hi not in (inf, -inf):
+        hi = floor(Fraction(hi))
     d._bounds = (lo, hi)
     return d._bounds
 
