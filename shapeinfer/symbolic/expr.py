@@ -433,29 +433,41 @@ def dmax(a: Dim, b: Dim) -> Dim:
     return _atom_dim(Atom("max", _ordered(a, b)))
 
 
-def bcast(a: Dim, b: Dim) -> Dim:
-    """The multidirectional-broadcast result of two dims.
+def _bcast_args(d: Dim) -> tuple:
+    """The operands of d if it is a bare bcast(...), else (d,)."""
+    if isinstance(d, Expr) and len(d.terms) == 1:
+        mono, coef = d.terms[0]
+        if coef == 1 and len(mono) == 1 and mono[0][1] == 1 and mono[0][0].kind == "bcast":
+            return mono[0][0].args
+    return (d,)
 
-    Exact: where it cannot be decided which side wins, the result is the opaque ``bcast(a, b)``,
-    which evaluates to the run-time value. Raises :class:`BroadcastError` when the two can never
-    broadcast (two different constants, neither 1)."""
-    if a == b:
-        return a
-    if a == 1:
-        return b
-    if b == 1:
-        return a
-    if isinstance(a, int) and isinstance(b, int):
+
+def bcast(*dims: Dim) -> Dim:
+    """The multidirectional-broadcast result of dims (n-ary: nested bcasts flatten).
+
+    Exact: where it cannot be decided which side wins, the result is the opaque
+    ``bcast(a, b, ...)``, which evaluates to the run-time value. A dim that is provably not 1
+    must be the result of any valid run. Raises :class:`BroadcastError` when two constants can
+    never broadcast (different, neither 1)."""
+    args: dict = {}
+    for d in dims:
+        for x in _bcast_args(d):
+            if x != 1:
+                args[dim_key(x)] = x
+    ints = {x for x in args.values() if isinstance(x, int)}
+    if len(ints) > 1:
+        a, b = sorted(ints)[:2]
         raise BroadcastError(f"dims {a} and {b} cannot broadcast")
-    na, nb = provably_not_one(a), provably_not_one(b)
-    if na and nb:
-        # A valid run needs a == b; either name serves, pick the canonical one.
-        return _ordered(a, b)[0]
-    if na:
-        return a
-    if nb:
-        return b
-    return _atom_dim(Atom("bcast", _ordered(a, b)))
+    if not args:
+        return 1
+    ordered = [args[k] for k in sorted(args)]
+    if len(ordered) == 1:
+        return ordered[0]
+    not_one = [x for x in ordered if provably_not_one(x)]
+    if not_one:
+        # Every valid run has all the others equal to it or 1; the canonical first one serves.
+        return not_one[0]
+    return _atom_dim(Atom("bcast", tuple(ordered)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,13 +539,13 @@ def _atom_bounds(atom: Atom):
         else:
             out = (-inf, inf)
     else:  # min, max, bcast
-        pa, pb = bounds(atom.args[0]), bounds(atom.args[1])
+        ps = [bounds(x) for x in atom.args]
         if k == "min":
-            out = (min(pa[0], pb[0]), min(pa[1], pb[1]))
+            out = (min(p[0] for p in ps), min(p[1] for p in ps))
         elif k == "max":
-            out = (max(pa[0], pb[0]), max(pa[1], pb[1]))
+            out = (max(p[0] for p in ps), max(p[1] for p in ps))
         else:
-            out = (min(pa[0], pb[0]), max(pa[1], pb[1]))
+            out = (min(p[0] for p in ps), max(p[1] for p in ps))
     atom._bounds = out
     return out
 
@@ -608,6 +620,11 @@ def _eval_atom(atom: Atom, binding: Mapping[str, int]) -> Number:
         if name not in binding:
             raise EvaluationError(f"symbol {name!r} is not bound")
         return binding[name]
+    if k == "bcast":
+        values = {evaluate(x, binding) for x in atom.args} - {1}
+        if len(values) > 1:
+            raise EvaluationError(f"bcast of {sorted(values)}: dims do not broadcast")
+        return values.pop() if values else 1
     a, b = (evaluate(x, binding) for x in atom.args)
     if k in ("floordiv", "mod", "div") and b == 0:
         raise EvaluationError(f"{k} by zero")
@@ -619,13 +636,7 @@ def _eval_atom(atom: Atom, binding: Mapping[str, int]) -> Number:
         return _num(Fraction(a) / b)
     if k == "min":
         return min(a, b)
-    if k == "max":
-        return max(a, b)
-    if a == b or b == 1:
-        return a
-    if a == 1:
-        return b
-    raise EvaluationError(f"bcast({a}, {b}): dims do not broadcast")
+    return max(a, b)  # max
 
 
 def evaluate(d: Dim, binding: Mapping[str, int]) -> Number:
@@ -658,8 +669,7 @@ def substitute(d: Dim, mapping: Mapping[str, Dim]) -> Dim:
                 v = mapping.get(atom.args[0], None)
                 v = _atom_dim(atom) if v is None else v
             else:
-                a, b = (substitute(x, mapping) for x in atom.args)
-                v = _CONSTRUCTORS[atom.kind](a, b)
+                v = _CONSTRUCTORS[atom.kind](*(substitute(x, mapping) for x in atom.args))
             for _ in range(e):
                 term = mul(term, v)
         total = add(total, term)

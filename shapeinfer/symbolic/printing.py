@@ -5,7 +5,7 @@ Grammar (what goes into ``dim_param``; Python precedence and associativity)::
     expr  := term (('+' | '-') term)*
     term  := unary (('*' | '/' | '//' | '%') unary)*
     unary := ('-' | '+') unary | atom
-    atom  := INT | NAME | NAME '(' expr ',' expr ')' | '(' expr ')'
+    atom  := INT | NAME | NAME '(' expr (',' expr)+ ')' | '(' expr ')'
 
 ``/`` is exact division, ``//`` and ``%`` floor division and modulo; the calls are ``min``, ``max``
 and ``bcast``. ``to_str`` prints the canonical form without spaces (``2*seq+1``,
@@ -41,9 +41,9 @@ def _atom_str(atom) -> str:
     k = atom.kind
     if k == "sym":
         return atom.args[0]
-    a, b = atom.args
     if k in ("min", "max", "bcast"):
-        return f"{k}({to_str(a)},{to_str(b)})"
+        return f"{k}(" + ",".join(to_str(x) for x in atom.args) + ")"
+    a, b = atom.args
     op = {"floordiv": "//", "mod": "%", "div": "/"}[k]
     return f"{_operand(a, True)}{op}{_operand(b, False)}"
 
@@ -168,12 +168,19 @@ class _Parser:
                 if fn is None:
                     raise ParseError(f"unknown function {val!r} in {self.text!r}")
                 self.take("(")
-                a = self.expr()
-                self.take(",")
-                b = self.expr()
+                args = [self.expr()]
+                while self.peek() == ("op", ","):
+                    self.take(",")
+                    args.append(self.expr())
                 self.take(")")
+                if len(args) < 2:
+                    raise ParseError(f"{val}() takes two or more arguments in {self.text!r}")
                 try:
-                    return fn(a, b)
+                    out = args[0] if fn is not bcast else bcast(*args)
+                    if fn is not bcast:
+                        for x in args[1:]:
+                            out = fn(out, x)
+                    return out
                 except ValueError as e:
                     raise ParseError(f"{e} in {self.text!r}") from None
             return self.symbol(val)

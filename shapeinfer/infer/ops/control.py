@@ -88,6 +88,25 @@ def loop(ctx):
     return results
 
 
+def _same_shapes(a: list, b: list) -> bool:
+    return all(x is not None and y is not None and x.shape == y.shape and x.shape is not None for x, y in zip(a, b))
+
+
+def _scan_states(ctx, body, states, slices, first, seq_len, mark) -> list:
+    """Final Scan states. If the first iteration changes a state's shape (a broadcast that grows
+    it, say) the body runs once more from there: when that is a fixed point and the sequence is
+    provably non-empty, the state after one iteration is the final one. Otherwise a changed dim
+    becomes fresh."""
+    from ...symbolic import provably_positive
+
+    if _same_shapes(states, first) or seq_len is None or not provably_positive(seq_len):
+        return [_fixpoint(ctx, b, a, mark) for b, a in zip(states, first)]
+    n = len(states)
+    after = [Fact(dtype=f.dtype, shape=f.shape) if f is not None else None for f in first]
+    second = ctx.engine.run_subgraph(body, ctx.scope, ctx.opsets, after + slices, ctx.attr_scope)[:n]
+    return [_fixpoint(ctx, a, b, mark) for a, b in zip(after, second)]
+
+
 @rule("Scan", since=9)
 def scan(ctx):
     body = ctx.attr("body")
@@ -112,7 +131,7 @@ def scan(ctx):
         slices.append(Fact(dtype=f.dtype, shape=f.shape[:ax] + f.shape[ax + 1:]))
     mark = eng.mint_mark()
     outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, states + slices, ctx.attr_scope)
-    results = [_fixpoint(ctx, b, a, mark) for b, a in zip(states, outs[:n_state])]
+    results = _scan_states(ctx, body, states, slices, outs[:n_state], seq_len, mark)
     out_axes = list(ctx.attr("scan_output_axes") or [0] * (len(outs) - n_state))
     lead = seq_len if seq_len is not None else ctx.fresh("scan")
     for f, ax in zip(outs[n_state:], out_axes):
