@@ -374,8 +374,10 @@ def floordiv(a: Dim, b: Dim) -> Dim:
                         if isinstance(c1, int) and c1 > 0:
                             return add(qd, floordiv(x, c1 * cb))
                 return add(qd, _atom_dim(Atom("floordiv", (rd, b))))
-    if a == b and provably_positive(b):
-        return 1
+    if isinstance(b, Expr):
+        q = _poly_divide(a, b)  # an exact quotient with integer coefficients is the floor too
+        if q is not None and _int_coefs(_as_dict(q)):
+            return q
     if provably_nonneg(a) and provably_positive(b) and provably_le(add(a, 1), b):
         return 0
     return _atom_dim(Atom("floordiv", (a, b)))
@@ -400,8 +402,8 @@ def mod(a: Dim, b: Dim) -> Dim:
                 if lo >= 0 and hi <= cb - 1:
                     return rd
                 return _atom_dim(Atom("mod", (rd, b)))
-    if a == b and provably_positive(b):
-        return 0
+    if a == b:
+        return 0  # a % a is 0 wherever it is defined
     if provably_nonneg(a) and provably_positive(b) and provably_le(add(a, 1), b):
         return a
     return _atom_dim(Atom("mod", (a, b)))

@@ -48,16 +48,16 @@ def _int_div(a, b):
             return UNKNOWN
         q = abs(a) // abs(b)
         return q if (a >= 0) == (b >= 0) else -q
-    if provably_nonneg(a) and provably_positive(b):
-        return floordiv(a, b)
+    if provably_nonneg(a) and provably_nonneg(b):
+        return floordiv(a, b)  # b == 0 would fail at run time, so b > 0 here
     return UNKNOWN
 
 
 def _mod(a, b):
     if b == 0:
         return UNKNOWN
-    if isinstance(b, int) or provably_positive(b):
-        return mod(a, b)
+    if isinstance(b, int) or provably_nonneg(b):
+        return mod(a, b)  # b == 0 would fail at run time, so b > 0 here
     return UNKNOWN
 
 

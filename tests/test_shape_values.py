@@ -1,0 +1,149 @@
+"""Shape *values* followed through the ops exporters compute shapes with.
+
+Each model computes a Reshape/Expand/Tile shape from ``Shape(x)`` of a symbolic input. With
+``assume_nonempty`` the inferred output dims must be expressions over the input's symbols (no
+unknowns) that evaluate to the shape onnx's reference evaluator produces, at several bindings
+including 1. Without it (a symbol may be 0, and a Reshape entry of 0 copies the input dim) a
+dim may be unknown, but one that is reported must still evaluate right.
+"""
+
+import numpy as np
+import pytest
+from onnx import parser
+from onnx.reference import ReferenceEvaluator
+
+import shapeinfer
+from tests.helpers import evaluate_shape
+
+HEADER = '<ir_version: 9, opset_import: ["" : 18]>\n'
+
+CASES = {
+    # Shape(start/end) -> Concat with constants -> Reshape(0, -1)
+    "shape_start_end": (
+        "g (float[B,S,H] x) => (float y) <int64[1] m1 = {-1}> {"
+        " s = Shape<start = 1, end = -1>(x)"
+        " t = Concat<axis = 0>(m1, s)"
+        " y = Reshape(x, t) }",
+        [(1, 1, 1), (2, 3, 4), (3, 5, 2)],
+    ),
+    # Gather with a negative index, Mul of two dims, Unsqueeze (input form)
+    "gather_negative_mul": (
+        "g (float[B,S,H] x) => (float y) <int64 i0 = {0}, int64 im1 = {-1}, int64 i1 = {1}, int64[1] ax = {0}> {"
+        " s = Shape(x)"
+        " b = Gather(s, i0)"
+        " h = Gather(s, im1)"
+        " sq = Gather(s, i1)"
+        " sh = Mul(sq, h)"
+        " bu = Unsqueeze(b, ax)"
+        " shu = Unsqueeze(sh, ax)"
+        " t = Concat<axis = 0>(bu, shu)"
+        " y = Reshape(x, t) }",
+        [(1, 1, 1), (2, 3, 4)],
+    ),
+    # Slice with a negative step reverses the shape; Reshape to it (a transpose-free reshape)
+    "slice_negative_step": (
+        "g (float[B,S,H] x) => (float y) <int64[1] st = {-1}, int64[1] en = {-9223372036854775807}, int64[1] ax = {0}, int64[1] stp = {-1}> {"
+        " s = Shape(x)"
+        " r = Slice(s, st, en, ax, stp)"
+        " y = Reshape(x, r) }",
+        [(1, 1, 1), (2, 3, 4)],
+    ),
+    # Div of int64 dims (truncating; here exact and halving): [B, N] -> [B, 2, N/2]
+    "div_truncates": (
+        "g (float[B,N] x) => (float y) <int64[1] two = {2}> {"
+        " s = Shape(x)"
+        " p = ReduceProd<keepdims = 1>(s)"
+        " b = Shape<end = 1>(x)"
+        " rest = Div(p, b)"
+        " half = Div(rest, two)"
+        " t = Concat<axis = 0>(b, two, half)"
+        " y = Reshape(x, t) }",
+        [(1, 2), (2, 4), (3, 6)],
+    ),
+    # The Where(Equal(shape, -1), ones, shape) idiom feeding Expand
+    "where_equal_idiom": (
+        "g (float[B,1,H] x) => (float y) <int64[3] target = {-1, 4, -1}, int64[3] m1s = {-1, -1, -1}, int64[3] ones = {1, 1, 1}> {"
+        " e = Equal(target, m1s)"
+        " t = Where(e, ones, target)"
+        " y = Expand(x, t) }",
+        [(1, 1, 1), (2, 1, 3)],
+    ),
+    # Where on symbolic entries: Equal(dim, -1) is provably false for a dim
+    "where_symbolic": (
+        "g (float[B,S] x) => (float y) <int64[2] m1s = {-1, -1}, int64[2] ones = {1, 1}> {"
+        " s = Shape(x)"
+        " e = Equal(s, m1s)"
+        " t = Where(e, ones, s)"
+        " y = Expand(x, t) }",
+        [(1, 1), (2, 3)],
+    ),
+    # Range over a dim, Size, ConstantOfShape -> Tile repeats
+    "range_size_constantofshape": (
+        "g (float[B,S] x) => (float y, float z) <int64 zero = {0}, int64 one = {1}, int64[1] ax = {0}, int64[1] one1 = {1}> {"
+        " s = Shape(x)"
+        " n = Gather(s, one)"
+        " r = Range(zero, n, one)"
+        " rs = Shape(r)"
+        " k = Size(x)"
+        " ku = Unsqueeze(k, ax)"
+        " reps = Concat<axis = 0>(ku, one1)"
+        " y = Tile(x, reps)"
+        " ones = ConstantOfShape<value = int64[1] {1}>(rs)"
+        " ones_f = Cast<to = 1>(ones)"
+        " rs2 = Concat<axis = 0>(one1, rs)"
+        " z = Reshape(ones_f, rs2) }",
+        [(1, 1), (2, 3)],
+    ),
+    # Mod, Neg, Abs, Min, Max, Sub on dims
+    "mod_neg_abs_min_max": (
+        "g (float[B,S] x) => (float y) <int64[1] two = {2}, int64 i1 = {1}, int64 i0 = {0}, int64[1] ax = {0}> {"
+        " s = Shape(x)"
+        " n = Gather(s, i1)"
+        " b = Gather(s, i0)"
+        " m = Mod(n, n)"
+        " neg = Neg(b)"
+        " ab = Abs(neg)"
+        " mx = Max(ab, m)"
+        " mn = Min(n, n)"
+        " d = Sub(mn, m)"
+        " mxu = Unsqueeze(mx, ax)"
+        " du = Unsqueeze(d, ax)"
+        " t = Concat<axis = 0>(mxu, du)"
+        " y = Reshape(x, t) }",
+        [(1, 1), (2, 3), (4, 2)],
+    ),
+    # Squeeze / Cast / Identity on the shape path, Expand with a shorter target
+    "squeeze_cast_identity_expand_shorter": (
+        "g (float[B,1,H] x) => (float y) <int64[2] idx = {2, 1}, int64[1] ax = {0}> {"
+        " s = Shape(x)"
+        " g2 = Gather(s, idx)"
+        " c = Cast<to = 7>(g2)"
+        " i = Identity(c)"
+        " y = Expand(x, i) }",
+        [(1, 1, 1), (2, 1, 3)],
+    ),
+}
+
+
+@pytest.mark.parametrize("assume_nonempty", [True, False], ids=["nonempty", "strict"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_shape_values_match_reference(name, assume_nonempty):
+    text, bindings = CASES[name]
+    model = parser.parse_model(HEADER + text)
+    inp = model.graph.input[0]
+    names = [d.dim_param or None for d in inp.type.tensor_type.shape.dim]
+    result = shapeinfer.infer(model, assume_nonempty=assume_nonempty)
+    ref = ReferenceEvaluator(model)
+    outputs = [o.name for o in model.graph.output]
+    for shape in bindings:
+        binding = {n: v for n, v in zip(names, shape) if n}
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        real = ref.run(None, {inp.name: x})
+        for out, arr in zip(outputs, real):
+            dims = result.shape(out)
+            assert dims is not None and len(dims) == arr.ndim, (out, result.shape_strs(out))
+            if assume_nonempty:
+                assert result.classify(out) != "unknown", (out, result.shape_strs(out))
+            for d, n in zip(dims, arr.shape):
+                if not result.is_unknown_dim(d):
+                    assert evaluate_shape([d], binding) == (n,), (out, result.shape_strs(out), binding)
