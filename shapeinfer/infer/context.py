@@ -50,11 +50,12 @@ class NodeContext:
         if self._attrs is None:
             attrs = {}
             for a in self.node.attribute:
+                name = a.name
                 if a.ref_attr_name:
                     if self.attr_scope is None or a.ref_attr_name not in self.attr_scope:
                         continue
-                    a = self.attr_scope[a.ref_attr_name]
-                attrs[a.name] = a
+                    a = self.attr_scope[a.ref_attr_name]  # the caller's value, under this name
+                attrs[name] = a
             self._attrs = attrs
         return self._attrs
 
