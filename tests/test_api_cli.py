@@ -203,3 +203,22 @@ def test_assume_nonempty_is_opt_in_and_reported():
     assert assumed.assumptions
     r = CliRunner().invoke(cli, [FIXTURE, "--assume-nonempty"])
     assert r.exit_code == 0 and "assumption: every dim of a graph input is at least 1" in r.output
+
+
+def test_custom_domain_op_is_unknown_not_a_crash():
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("MyOp", ["x"], ["u"], domain="com.example", name="custom"),
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Reshape", ["u", "s"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.example", 1)])
+    r = shapeinfer.infer(model)
+    assert r.shape("u") is None
+    # The Reshape's rank and its constant entry survive; N could be 0 (a copy of u's unknown dim).
+    assert len(r.shape("y")) == 2 and r.shape_strs("y")[1] == "3" and r.classify("y") == "unknown"
+    assert shapeinfer.infer(model, assume_nonempty=True).shape_strs("y") == ["N", "3"]
+    assert any("custom" == d.node_name for d in r.diagnostics)
