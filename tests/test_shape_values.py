@@ -112,6 +112,16 @@ CASES = {
         " y = Reshape(x, t) }",
         [(1, 1), (2, 3), (4, 2)],
     ),
+    # Slice of a data tensor with a computed (symbolic) end and a negative start
+    "slice_symbolic_bounds": (
+        "g (float[B,N] x) => (float y, float z) <int64[1] i1 = {1}, int64[1] two = {2}, int64[1] zero = {0}, int64[1] m1 = {-1}> {"
+        " s = Shape(x)"
+        " n = Slice(s, i1, two)"
+        " half = Div(n, two)"
+        " y = Slice(x, zero, half, i1)"
+        " z = Slice(x, m1, n, i1) }",
+        [(1, 1), (2, 5), (3, 4)],
+    ),
     # Squeeze / Cast / Identity on the shape path, Expand with a shorter target
     "squeeze_cast_identity_expand_shorter": (
         "g (float[B,1,H] x) => (float y) <int64[2] idx = {2, 1}, int64[1] ax = {0}> {"

@@ -152,7 +152,10 @@ def _direct(t, env):
     if op == "max":
         return max(a, b)
     if op == "/":
-        return Fraction(a) / b
+        q = Fraction(a) / b
+        if q.denominator != 1:
+            raise _NoValue  # an exact division that does not divide: no valid run has it
+        return q
     if op == "//":
         return floor(Fraction(a) / b)
     if op == "%":
@@ -198,8 +201,9 @@ def test_simplify_then_evaluate_equals_direct(tree, env):
         return
     if expected is not None:
         assert evaluate(built, env) == expected
-    # Where direct evaluation fails (a broadcast that fails at run time) the model cannot run with
-    # that binding, and the simplified form may take either side: bcast(c, x) with c != 1 is c.
+    # Where direct evaluation fails (a broadcast that fails at run time, an exact division that
+    # does not divide) no valid run has that binding, and the simplified form may assume it away:
+    # bcast(c, x) with c != 1 is c, and bounds treat every dim as an integer.
 
 
 @settings(max_examples=int(os.environ.get("SHAPEINFER_EXAMPLES", 400)), deadline=None)

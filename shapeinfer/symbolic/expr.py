@@ -576,12 +576,49 @@ def bounds(d: Dim) -> tuple:
     return d._bounds
 
 
+def _replace_atom(d: Expr, atom: Atom, value: Dim) -> Dim:
+    total: Dim = 0
+    for mono, coef in d.terms:
+        term: Dim = _from_dict({(): coef})
+        for a, e in mono:
+            v = value if a == atom else _atom_dim(a)
+            for _ in range(e):
+                term = mul(term, v)
+        total = add(total, term)
+    return total
+
+
+def _nonneg(d: Dim, depth: int) -> bool:
+    """d >= 0 for every binding: by bounds, else by reasoning about one opaque atom at a time.
+
+    min/max/bcast take the value of one of their operands, so d is non-negative if it is with
+    the atom replaced by each operand. floordiv(x, c) with c > 0 lies in [(x-c+1)/c, x/c]; where
+    it enters d linearly with a constant coefficient, the end that makes d smaller is used."""
+    if bounds(d)[0] >= 0:
+        return True
+    if depth == 0 or isinstance(d, int):
+        return False
+    for mono, coef in d.terms:
+        for atom, _ in mono:
+            if atom.kind in ("min", "max", "bcast"):
+                return all(_nonneg(_replace_atom(d, atom, x), depth - 1) for x in atom.args)
+            if atom.kind == "floordiv" and isinstance(atom.args[1], int) and atom.args[1] > 0:
+                uses = [(m, c) for m, c in d.terms if any(a == atom for a, _ in m)]
+                if all(m == ((atom, 1),) for m, _ in uses) and len(uses) == 1:
+                    x, c = atom.args
+                    lower = uses[0][1] > 0
+                    value = truediv(sub(x, c - 1), c) if lower else truediv(x, c)
+                    if _nonneg(_replace_atom(d, atom, value), depth - 1):
+                        return True
+    return False
+
+
 def provably_nonneg(d: Dim) -> bool:
-    return bounds(d)[0] >= 0
+    return _nonneg(d, 3)
 
 
 def provably_positive(d: Dim) -> bool:
-    return bounds(d)[0] > 0
+    return bounds(d)[0] > 0 or provably_nonneg(sub(d, 1))
 
 
 def provably_le(a: Dim, b: Dim) -> bool:

@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ...symbolic import (
     add,
+    bounds,
     dmax,
     dmin,
     floordiv,
@@ -160,29 +161,51 @@ def concat(ctx):
     return [Fact(dtype=facts[0].dtype, shape=tuple(out), value=value)]
 
 
-def slice_len(d, s: int, e: int, k: int):
-    """Length of ``x[s:e:k]`` along a dim of size d (ONNX clamping, which is Python's)."""
-    if isinstance(d, int):
+def _sign(x):
+    """1 if x >= 0 for every binding, -1 if x < 0 for every binding, else None."""
+    lo, hi = bounds(x)
+    if lo >= 0:
+        return 1
+    if hi < 0:
+        return -1
+    return None
+
+
+def slice_len(d, s, e, k: int):
+    """Length of ``x[s:e:k]`` along a dim of size d (ONNX clamping, which is Python's).
+
+    s and e may be symbolic where their sign is known; None when it is not."""
+    if isinstance(d, int) and isinstance(s, int) and isinstance(e, int):
         return len(range(*slice(s, e, k).indices(d)))
     if k > 0:
 
         def clamp(x):
-            if x >= _HUGE:
+            if isinstance(x, int) and x >= _HUGE:
                 return d
-            return dmax(add(d, x), 0) if x < 0 else dmin(x, d)
+            sign = _sign(x)
+            if sign is None:
+                return None
+            return dmax(add(d, x), 0) if sign < 0 else dmin(x, d)
 
-        n = sub(clamp(e), clamp(s))
-        return dmax(floordiv(add(n, k - 1), k), 0)
+        lo_end, hi_end = clamp(s), clamp(e)
+        if lo_end is None or hi_end is None:
+            return None
+        return dmax(floordiv(add(sub(hi_end, lo_end), k - 1), k), 0)
 
     def clamp_neg(x):
-        if x <= -_HUGE:
+        if isinstance(x, int) and x <= -_HUGE:
             return -1
-        if x >= _HUGE:
+        if isinstance(x, int) and x >= _HUGE:
             return sub(d, 1)
-        return dmax(add(d, x), -1) if x < 0 else dmin(x, sub(d, 1))
+        sign = _sign(x)
+        if sign is None:
+            return None
+        return dmax(add(d, x), -1) if sign < 0 else dmin(x, sub(d, 1))
 
-    n = sub(clamp_neg(s), clamp_neg(e))
-    return dmax(floordiv(add(n, -k - 1), -k), 0)
+    first, last = clamp_neg(s), clamp_neg(e)
+    if first is None or last is None:
+        return None
+    return dmax(floordiv(add(sub(first, last), -k - 1), -k), 0)
 
 
 @rule("Slice", since=1)
@@ -195,22 +218,20 @@ def slice_v1(ctx):
 
 @rule("Slice", since=10)
 def slice_v10(ctx):
-    starts, ends = int_entries(ctx.input(1)), int_entries(ctx.input(2))
+    """starts/ends may be computed (even symbolic); axes and steps must be known ints."""
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    starts, ends = value_entries(ctx.input(1)), value_entries(ctx.input(2))
     axes = int_entries(ctx.input(3)) if ctx.has_input(3) else None
     steps = int_entries(ctx.input(4)) if ctx.has_input(4) else None
     if (ctx.has_input(3) and axes is None) or (ctx.has_input(4) and steps is None) or starts is None or ends is None:
-        data = ctx.input(0)
-        if data is None or data.shape is None:
-            return None
-        known_axes = set()
+        r = len(data.shape)
         if axes is not None:
-            known_axes = {a + len(data.shape) if a < 0 else a for a in axes}
-        elif not ctx.has_input(3):
-            n = len(ctx.input(1).value.reshape(-1)) if ctx.input(1) is not None and ctx.input(1).value is not None else None
-            known_axes = set(range(n)) if n is not None else set(range(len(data.shape)))
+            touched = {a + r if a < 0 else a for a in axes}
         else:
-            known_axes = set(range(len(data.shape)))
-        return [Fact(dtype=data.dtype, shape=tuple(ctx.fresh() if i in known_axes else d for i, d in enumerate(data.shape)))]
+            touched = set(range(r))
+        return [Fact(dtype=data.dtype, shape=tuple(ctx.fresh() if i in touched else d for i, d in enumerate(data.shape)))]
     return _slice(ctx, starts, ends, axes, steps)
 
 
@@ -227,14 +248,19 @@ def _slice(ctx, starts, ends, axes, steps):
         raise ctx.error("starts, ends, axes and steps have different lengths")
     out = list(data.shape)
     index = [slice(None)] * r
+    concrete = True
     for s, e, a, k in zip(starts, ends, axes, steps):
         a = normalize_axis(ctx, a, r)
         if k == 0:
             raise ctx.error("a slice step is 0")
-        out[a] = slice_len(data.shape[a], s, e, k)
-        index[a] = slice(s, e, k)
+        n = slice_len(data.shape[a], s, e, k) if s is not None and e is not None else None
+        out[a] = n if n is not None else ctx.fresh()
+        if isinstance(s, int) and isinstance(e, int):
+            index[a] = slice(s, e, k)
+        else:
+            concrete = False
     value = None
-    if data.value is not None:
+    if data.value is not None and concrete:
         value = np.asarray(data.value[tuple(index)], dtype=data.value.dtype)
     return [Fact(dtype=data.dtype, shape=tuple(out), value=value)]
 
