@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import Optional
 
 import onnx
 from onnx import ModelProto, TypeProto
 
+from .encoding import graph_patch, tensor_value_info
 from .errors import ModelLoadError
 from .infer.engine import Engine
 from .infer.facts import Fact
@@ -30,6 +32,7 @@ class InferenceResult:
         self.facts: dict = engine.facts
         self.diagnostics: list = engine.diagnostics
         self.minted: dict = dict(engine.minted)
+        self._produced: list = engine.produced
         self.assumptions: list = (
             ["every dim of a graph input is at least 1 (--assume-nonempty)"] if engine.assume_nonempty else []
         )
@@ -108,11 +111,8 @@ class InferenceResult:
         return out
 
     def tensor_names(self) -> list:
-        """Every tensor of the main graph that a node produces, in graph order."""
-        names = []
-        for n in self.model.graph.node:
-            names.extend(o for o in n.output if o)
-        return names
+        """Every tensor of the main graph that a node produces, in the order inferred."""
+        return list(self._produced)
 
     def summary(self) -> dict:
         counts = {"static": 0, "symbolic": 0, "unknown": 0}
@@ -177,7 +177,15 @@ def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool =
     Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
     m = _as_model(model)
     engine = Engine(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty)
-    engine.run()
+    # The walk allocates many small, acyclic objects; the cyclic collector's full passes over
+    # them would make time grow faster than the graph. Collection resumes afterwards.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        engine.run()
+    finally:
+        if was_enabled:
+            gc.enable()
     return InferenceResult(m, engine)
 
 
@@ -230,6 +238,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     outputs = {o.name: o for o in g.output}
     existing = {vi.name: vi for vi in g.value_info}
     known_elsewhere = {i.name for i in g.input} | {t.name for t in g.initializer}
+    appended: list = []  # new value_info entries, as wire bytes (see encoding.py)
     for name in result.tensor_names():
         fact = result.facts.get(name)
         if fact is None or name in known_elsewhere:
@@ -239,14 +248,16 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
             continue
         vi = existing.get(name)
         if vi is None:
-            if fact.type_proto is None and not fact.dtype:
-                continue
-            vi = g.value_info.add()
-            vi.name = name
             if fact.type_proto is not None:
+                vi = g.value_info.add()
+                vi.name = name
                 vi.type.CopyFrom(type_from_fact(fact))
-                continue
+            elif fact.dtype:
+                appended.append(tensor_value_info(name, fact.dtype, fact.shape))
+            continue
         _write_type(vi.type, fact, result)
+    if appended:
+        out.MergeFromString(graph_patch(appended))
     return out
 
 

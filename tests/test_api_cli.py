@@ -222,3 +222,26 @@ def test_custom_domain_op_is_unknown_not_a_crash():
     assert len(r.shape("y")) == 2 and r.shape_strs("y")[1] == "3" and r.classify("y") == "unknown"
     assert shapeinfer.infer(model, assume_nonempty=True).shape_strs("y") == ["N", "3"]
     assert any("custom" == d.node_name for d in r.diagnostics)
+
+
+def test_unsorted_graph_is_walked_in_dependency_order_and_a_cycle_is_an_error():
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Reshape", ["x", "s"], ["y"], name="late"),
+        helper.make_node("Shape", ["x"], ["s"], name="early"),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    assert shapeinfer.infer(model, assume_nonempty=True).shape_strs("y") == ["N", "3"]
+
+    cyc = [
+        helper.make_node("Relu", ["b"], ["a"], name="n1"),
+        helper.make_node("Relu", ["a"], ["b"], name="n2"),
+        helper.make_node("Relu", ["x"], ["y"], name="n3"),
+    ]
+    g2 = helper.make_graph(cyc, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    with pytest.raises(shapeinfer.ShapeInferenceError, match="not a DAG"):
+        shapeinfer.infer(helper.make_model(g2, opset_imports=[helper.make_opsetid("", 18)]))

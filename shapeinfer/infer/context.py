@@ -11,6 +11,16 @@ from ..symbolic import Expr
 from .facts import Fact, shape_str
 
 _MISSING = object()
+# The common attribute kinds, read directly (onnx.helper.get_attribute_value is general but slow).
+_READERS = {
+    AttributeProto.INT: lambda a: a.i,
+    AttributeProto.INTS: lambda a: list(a.ints),
+    AttributeProto.FLOAT: lambda a: a.f,
+    AttributeProto.FLOATS: lambda a: list(a.floats),
+    AttributeProto.STRING: lambda a: a.s,
+    AttributeProto.TENSOR: lambda a: a.t,
+    AttributeProto.GRAPH: lambda a: a.g,
+}
 
 
 class NodeContext:
@@ -63,9 +73,8 @@ class NodeContext:
         a = self.attributes().get(name, _MISSING)
         if a is _MISSING:
             return default
-        if a.type == AttributeProto.GRAPH:
-            return a.g
-        return helper.get_attribute_value(a)
+        reader = _READERS.get(a.type)
+        return reader(a) if reader is not None else helper.get_attribute_value(a)
 
     def fresh(self, hint: str = "") -> Expr:
         """A new symbol for a dim this node makes that no rule can express."""

@@ -23,6 +23,7 @@ from .protos import fact_from_type, parse_dim_param, value_from_tensor
 from .registry import lookup, normalize_domain
 
 _NON_NAME = re.compile(r"[^A-Za-z0-9_]")
+_NO_RULE = object()
 
 
 class Diagnostic:
@@ -67,6 +68,7 @@ class Engine:
         self._positive_names: set = set()
         self._symbols: dict = {}
         self._params: dict = {}
+        self._rules: dict = {}  # (domain, op, version) -> rule or None, looked up once
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
         self.functions = {(f.domain, f.name): f for f in model.functions}
         self.diagnostics: list = []
@@ -77,6 +79,7 @@ class Engine:
         self._counter = 0
         self._minted_order: dict = {}
         self.facts: dict = {}
+        self.produced: list = []
         self.ir_version = model.ir_version
 
     # -- symbols -------------------------------------------------------------------------------
@@ -149,7 +152,7 @@ class Engine:
                     fact.shape = facts[vi.name].shape
             facts[vi.name] = fact
         self.facts = facts
-        self.run_nodes(graph.node, facts, self.opsets, None)
+        self.produced = self.run_nodes(graph.node, facts, self.opsets, None)
         return facts
 
     def _input_fact(self, vi) -> Fact:
@@ -169,23 +172,56 @@ class Engine:
             fact.shape = tuple(dims)
         return fact
 
-    def run_nodes(self, nodes, facts, opsets: dict, attr_scope: Optional[dict]) -> None:
-        for node in _topological(nodes, facts):
-            inputs = [facts.get(n) if n else None for n in node.input]
-            outs = self.infer_node(node, inputs, opsets, attr_scope, facts)
-            for name, fact in zip(node.output, outs):
-                if name:
-                    facts[name] = fact
+    def run_nodes(self, nodes, facts, opsets: dict, attr_scope: Optional[dict]) -> list:
+        """Infer the nodes in order; returns the names of the tensors they produce.
+
+        The given order is used as long as it is topological. An input that no earlier node
+        produced is either dangling (its fact stays unknown) or made by a later node: only then
+        are the remaining nodes sorted (Kahn), so a sorted graph costs one pass."""
+        produced = []
+        order = nodes
+        i = 0
+        later = None
+        while i < len(order):
+            node = order[i]
+            inputs = []
+            for n in node.input:
+                if not n:
+                    inputs.append(None)
+                    continue
+                f = facts.get(n)
+                if f is None and n not in facts:
+                    if later is None:
+                        later = {o for m in order[i:] for o in m.output if o}
+                    if n in later:
+                        order = list(order[:i]) + _topological(list(order[i:]), facts)
+                        later = set()
+                        node = order[i]
+                        break
+                inputs.append(f)
+            else:
+                outs = self.infer_node(node, inputs, opsets, attr_scope, facts)
+                for name, fact in zip(node.output, outs):
+                    if name:
+                        facts[name] = fact
+                        produced.append(name)
+                i += 1
+        return produced
 
     def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope) -> list:
-        domain = normalize_domain(node.domain)
+        op, raw_domain = node.op_type, node.domain
+        if self.functions:
+            function = self.functions.get((raw_domain, op))
+            if function is not None:
+                return self._call_function(function, node, inputs, attr_scope)
+        domain = "" if raw_domain == "ai.onnx" else raw_domain
         n_out = len(node.output)
-        function = self.functions.get((node.domain, node.op_type))
-        if function is not None:
-            return self._call_function(function, node, inputs, attr_scope)
         version = opsets.get(domain)
         outs: list = [None] * n_out
-        fn = lookup(domain, node.op_type, version) if version is not None else None
+        key = (domain, op, version)
+        fn = self._rules.get(key, _NO_RULE)
+        if fn is _NO_RULE:
+            fn = self._rules[key] = lookup(domain, op, version) if version is not None else None
         if fn is not None:
             ctx = NodeContext(node, inputs, version, self, attr_scope, scope, opsets)
             try:
@@ -196,6 +232,8 @@ class Engine:
                 self.warn(node, f"rule failed ({type(e).__name__}: {e}); used onnx inference")
                 got = None
             if got is not None:
+                if len(got) == n_out and all(o is not None for o in got):
+                    return got
                 outs = (list(got) + [None] * n_out)[:n_out]
         if any(o is None for o in outs):
             if version is None and domain not in self.opsets:

@@ -54,7 +54,7 @@ class _Unknown:
 UNKNOWN = _Unknown()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Fact:
     """Everything known about one tensor. ``shape`` None: rank unknown. ``value`` None: unknown.
 
@@ -125,6 +125,9 @@ def is_dim(e) -> bool:
 
 def as_dim(e) -> Optional[Dim]:
     """A value element as a dim (int or Expr), or None when it is unknown or not integral."""
+    t = type(e)
+    if t is int or t is Expr:
+        return e
     if isinstance(e, Expr):
         return e
     if isinstance(e, (int, np.integer)) and not isinstance(e, (bool, np.bool_)):

@@ -68,6 +68,35 @@ class BroadcastError(ValueError):
 
 Number = Union[int, Fraction]
 
+_MEMO_LIMIT = 1 << 16
+
+
+def _memo(fn):
+    """Cache a pure constructor on its (hashable, canonical) arguments.
+
+    Real graphs repeat the same dim arithmetic thousands of times (every Reshape multiplies
+    the same input dims); canonical forms make the arguments good keys. Plain ints skip it."""
+    cache: dict = {}
+    miss = object()
+
+    def cached(*args):
+        for a in args:
+            if type(a) is not int:
+                break
+        else:
+            return fn(*args)
+        out = cache.get(args, miss)
+        if out is miss:
+            out = fn(*args)
+            if len(cache) >= _MEMO_LIMIT:
+                cache.clear()
+            cache[args] = out
+        return out
+
+    cached.__name__ = fn.__name__
+    cached.__doc__ = fn.__doc__
+    cached.__wrapped__ = fn
+    return cached
 
 class Atom:
     """A variable of a polynomial: a symbol, or an operation over dims (kept in canonical form)."""
@@ -237,6 +266,7 @@ def _const(d) -> Number | None:
     return None
 
 
+@_memo
 def add(a: Dim, b: Dim) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return a + b
@@ -269,6 +299,7 @@ def _mono_mul(m1: tuple, m2: tuple) -> tuple:
     return tuple(sorted(exps.items(), key=lambda ae: ae[0].key))
 
 
+@_memo
 def mul(a: Dim, b: Dim) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return a * b
@@ -324,6 +355,7 @@ def _poly_divide(a: Dim, b: Expr):
     return None
 
 
+@_memo
 def truediv(a: Dim, b: Dim) -> Dim:
     """Exact division a / b (the quotient of element counts, for Reshape's -1)."""
     cb = _const(b)
@@ -346,6 +378,7 @@ def _int_coefs(d: dict) -> bool:
     return all(isinstance(c, int) for c in d.values())
 
 
+@_memo
 def floordiv(a: Dim, b: Dim) -> Dim:
     ca, cb = _const(a), _const(b)
     if cb is not None:
@@ -383,6 +416,7 @@ def floordiv(a: Dim, b: Dim) -> Dim:
     return _atom_dim(Atom("floordiv", (a, b)))
 
 
+@_memo
 def mod(a: Dim, b: Dim) -> Dim:
     ca, cb = _const(a), _const(b)
     if cb is not None:
@@ -413,6 +447,7 @@ def _ordered(a: Dim, b: Dim) -> tuple:
     return (a, b) if dim_key(a) <= dim_key(b) else (b, a)
 
 
+@_memo
 def dmin(a: Dim, b: Dim) -> Dim:
     ca, cb = _const(a), _const(b)
     if ca is not None and cb is not None:
@@ -424,6 +459,7 @@ def dmin(a: Dim, b: Dim) -> Dim:
     return _atom_dim(Atom("min", _ordered(a, b)))
 
 
+@_memo
 def dmax(a: Dim, b: Dim) -> Dim:
     ca, cb = _const(a), _const(b)
     if ca is not None and cb is not None:
@@ -444,6 +480,7 @@ def _bcast_args(d: Dim) -> tuple:
     return (d,)
 
 
+@_memo
 def bcast(*dims: Dim) -> Dim:
     """The multidirectional-broadcast result of dims (n-ary: nested bcasts flatten).
 
@@ -613,6 +650,7 @@ def _nonneg(d: Dim, depth: int) -> bool:
     return False
 
 
+@_memo
 def provably_nonneg(d: Dim) -> bool:
     return _nonneg(d, 3)
 

@@ -36,7 +36,7 @@ def int_entries(fact: Optional[Fact]) -> Optional[list]:
 def prod(dims) -> Dim:
     out: Dim = 1
     for d in dims:
-        out = mul(out, d)
+        out = out * d if type(out) is int and type(d) is int else mul(out, d)
     return out
 
 

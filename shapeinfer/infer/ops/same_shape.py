@@ -1,0 +1,78 @@
+"""Ops whose output has the input's shape: activations, normalizations, Softmax, CumSum, Trilu...
+
+Handled here rather than by onnx's inference so that the dims are passed on as they are (and
+without a protobuf round trip per node)."""
+
+from __future__ import annotations
+
+from onnx import TensorProto
+
+from ..facts import Fact
+from ..registry import rule
+from ._util import normalize_axis
+
+SAME_SHAPE = (
+    "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Log",
+    "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+    "Gelu", "Softplus", "Softsign", "Elu", "Selu", "Celu", "Mish", "Sign", "Round", "Clip", "Shrink",
+    "ThresholdedRelu", "BitwiseNot", "Softmax", "LogSoftmax", "Hardmax", "LpNormalization",
+    "MeanVarianceNormalization", "InstanceNormalization", "CumSum", "Trilu", "Swish",
+)
+_BOOL_OUT = ("IsNaN", "IsInf")
+
+
+def _same(ctx, dtype=None):
+    data = ctx.input(0)
+    if data is None:
+        return None
+    return Fact(dtype=dtype if dtype is not None else data.dtype, shape=data.shape)
+
+
+@rule(*SAME_SHAPE, since=1)
+def same_shape(ctx):
+    out = _same(ctx)
+    return None if out is None else [out]
+
+
+@rule(*_BOOL_OUT, since=9)
+def bool_same_shape(ctx):
+    out = _same(ctx, TensorProto.BOOL)
+    return None if out is None else [out]
+
+
+@rule("Dropout", since=1)
+def dropout(ctx):
+    data = ctx.input(0)
+    if data is None:
+        return None
+    outs = [Fact(dtype=data.dtype, shape=data.shape)]
+    if len(ctx.node.output) > 1:
+        mask = TensorProto.BOOL if ctx.version >= 12 else data.dtype
+        outs.append(Fact(dtype=mask, shape=data.shape))
+    return outs
+
+
+@rule("BatchNormalization", since=1)
+def batch_norm(ctx):
+    data = ctx.input(0)
+    if data is None or len(ctx.node.output) > 1:
+        return None  # training-mode outputs: onnx's inference knows their shapes
+    return [Fact(dtype=data.dtype, shape=data.shape)]
+
+
+@rule("LayerNormalization", since=17)
+def layer_norm(ctx):
+    data = ctx.input(0)
+    if data is None:
+        return None
+    outs = [Fact(dtype=data.dtype, shape=data.shape)]
+    if len(ctx.node.output) > 1:
+        stash = ctx.attr("stash_type", TensorProto.FLOAT)
+        if data.shape is None:
+            reduced = None
+        else:
+            r = len(data.shape)
+            axis = normalize_axis(ctx, ctx.attr("axis", -1), r)
+            reduced = tuple(data.shape[:axis]) + (1,) * (r - axis)
+        outs.extend(Fact(dtype=stash, shape=reduced) for _ in ctx.node.output[1:])
+    return outs
