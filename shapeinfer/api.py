@@ -64,6 +64,17 @@ class InferenceResult:
         """True when d involves a symbol minted for a dim that no rule could express."""
         return any(s in self.minted for s in free_symbols(d))
 
+    def input_symbols(self) -> set:
+        """The symbols the graph inputs' dims are made of."""
+        init = {t.name for t in self.model.graph.initializer}
+        out: set = set()
+        for i in self.model.graph.input:
+            f = self.facts.get(i.name)
+            if i.name not in init and f is not None and f.shape is not None:
+                for d in f.shape:
+                    out |= free_symbols(d)
+        return out
+
     def symbols(self) -> list:
         """The symbols in use in the main graph's shapes (minted ones included), sorted."""
         out: set = set()
