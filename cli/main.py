@@ -104,7 +104,7 @@ def write_model_atomically(model, path: str) -> None:
 @click.option(
     "--assume-nonempty",
     is_flag=True,
-    help="Assume every dim of a graph input is at least 1 (no empty tensors); reported in the output.",
+    help="Assume no tensor is empty (every dim of every tensor is at least 1); reported in the output.",
 )
 def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_nonempty):
     """Infer and print the shapes of MODEL."""

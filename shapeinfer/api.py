@@ -34,7 +34,7 @@ class InferenceResult:
         self.minted: dict = dict(engine.minted)
         self._produced: list = engine.produced
         self.assumptions: list = (
-            ["every dim of a graph input is at least 1 (--assume-nonempty)"] if engine.assume_nonempty else []
+            ["no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)"] if engine.assume_nonempty else []
         )
 
     def fact(self, name: str) -> Optional[Fact]:
@@ -181,10 +181,10 @@ def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool =
 
     ``input_shapes`` maps a graph input name to a list of ints and/or symbol names (or
     expressions) that replaces the model's declared shape for that input.
-    ``assume_nonempty`` (opt-in) takes every dim of a graph input to be at least 1. Without it a
-    symbol may be 0, and shapes that differ only for empty tensors are reported unknown; with it
-    they are exact for every binding of the symbols to positive sizes. The result lists it under
-    ``assumptions``.
+    ``assume_nonempty`` (opt-in) takes no tensor to be empty: every dim of the graph inputs and
+    of every tensor computed is at least 1. Without it a symbol may be 0, and shapes that differ
+    only where some tensor is empty are reported unknown; with it they are exact for every run
+    without an empty tensor. The result lists it under ``assumptions``.
     Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
     m = _as_model(model)
     engine = Engine(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty)

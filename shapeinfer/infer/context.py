@@ -7,7 +7,7 @@ from typing import Optional
 from onnx import AttributeProto, helper
 
 from ..errors import ShapeInferenceError
-from ..symbolic import Expr
+from ..symbolic import Expr, provably_positive
 from .facts import Fact, shape_str
 
 _MISSING = object()
@@ -75,6 +75,11 @@ class NodeContext:
             return default
         reader = _READERS.get(a.type)
         return reader(a) if reader is not None else helper.get_attribute_value(a)
+
+    def positive(self, d) -> bool:
+        """True only when d >= 1 wherever the model runs: by the algebra, or (under the opt-in
+        assume_nonempty) because d is the size of a tensor, and no tensor is empty."""
+        return provably_positive(d) or (self.engine.assume_nonempty and d in self.engine.tensor_dims)
 
     def fresh(self, hint: str = "") -> Expr:
         """A new symbol for a dim this node makes that no rule can express."""

@@ -62,9 +62,11 @@ class Engine:
     def __init__(self, model, input_shapes: Optional[dict] = None, assume_nonempty: bool = False):
         self.model = model
         self.input_shapes = dict(input_shapes or {})
-        # Opt-in: every dim of a graph input is at least 1 (no empty tensors are fed). Symbols
-        # named on graph inputs then carry the lower bound 1; all others stay >= 0.
+        # Opt-in: no tensor is empty -- every dim of every tensor is at least 1. Symbols named
+        # on graph inputs then carry the lower bound 1 (all others stay >= 0), and a dim that is
+        # the size of some tensor (tensor_dims) counts as positive where that matters.
         self.assume_nonempty = assume_nonempty
+        self.tensor_dims: set = set()
         self._positive_names: set = set()
         self._symbols: dict = {}
         self._params: dict = {}
@@ -205,6 +207,8 @@ class Engine:
                     if name:
                         facts[name] = fact
                         produced.append(name)
+                        if self.assume_nonempty and fact.shape is not None:
+                            self.tensor_dims.update(d for d in fact.shape if type(d) is not int)
                 i += 1
         return produced
 

@@ -25,6 +25,7 @@ from .expr import (
     provably_not_one,
     provably_one,
     provably_positive,
+    replace_atom,
     sub,
     substitute,
     sym,
@@ -36,5 +37,5 @@ __all__ = [
     "Atom", "BroadcastError", "Dim", "EvaluationError", "Expr", "NAME_RE", "ParseError",
     "add", "bcast", "bounds", "dim_key", "dmax", "dmin", "evaluate", "floordiv", "free_symbols",
     "is_static", "mod", "mul", "neg", "parse", "provably_equal", "provably_le", "provably_nonneg",
-    "provably_not_one", "provably_one", "provably_positive", "sub", "substitute", "sym", "to_str", "truediv",
+    "provably_not_one", "provably_one", "provably_positive", "replace_atom", "sub", "substitute", "sym", "to_str", "truediv",
 ]

@@ -47,6 +47,7 @@ __all__ = [
     "bounds",
     "free_symbols",
     "substitute",
+    "replace_atom",
     "is_static",
     "dim_key",
     "provably_equal",
@@ -611,6 +612,11 @@ def bounds(d: Dim) -> tuple:
         hi = floor(Fraction(hi))
     d._bounds = (lo, hi)
     return d._bounds
+
+
+def replace_atom(d: Dim, atom: Atom, value: Dim) -> Dim:
+    """d with every occurrence of the atom (as a factor of a term) replaced by value."""
+    return d if isinstance(d, int) else _replace_atom(d, atom, value)
 
 
 def _replace_atom(d: Expr, atom: Atom, value: Dim) -> Dim:

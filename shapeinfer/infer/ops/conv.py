@@ -1,0 +1,130 @@
+"""Convolution and pooling: spatial dims through floor/ceil division of padded sizes.
+
+For a spatial dim D, kernel k, dilation d, stride s and pads (b, e), with K = (k-1)*d + 1:
+
+- explicit pads (``auto_pad`` NOTSET) and VALID (pads 0): ``(D + b + e - K) // s + 1``;
+- SAME_UPPER / SAME_LOWER: ``ceil(D / s)``;
+- pools with ``ceil_mode=1``: ``ceil((D + b + e - K) / s) + 1``, less one where the last window
+  would start inside the end padding (onnxruntime's rule, PyTorch's too). Symbolically that
+  correction can be ruled out when ``e + s <= K``; otherwise the dim is left unknown.
+- ConvTranspose: ``s*(D-1) + output_padding + K - b - e`` (or ``D*s`` with SAME), unless
+  ``output_shape`` is given.
+"""
+
+from __future__ import annotations
+
+from ...symbolic import add, floordiv, mul, sub
+from ..facts import Fact
+from ..registry import rule
+
+
+def _spatial_params(ctx, n: int, kernel):
+    strides = list(ctx.attr("strides") or [1] * n)
+    dilations = list(ctx.attr("dilations") or [1] * n)
+    pads = list(ctx.attr("pads") or [0] * (2 * n))
+    auto_pad = ctx.attr("auto_pad", b"NOTSET")
+    if isinstance(auto_pad, bytes):
+        auto_pad = auto_pad.decode()
+    if len(strides) != n or len(dilations) != n or len(pads) != 2 * n or len(kernel) != n:
+        raise ctx.error(f"kernel, strides, dilations and pads do not match {n} spatial dims")
+    return strides, dilations, pads, auto_pad
+
+
+def _window_out(ctx, D, k, d, s, b, e, auto_pad, ceil_mode):
+    K = (k - 1) * d + 1
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return floordiv(add(D, s - 1), s)
+    if auto_pad == "VALID":
+        b = e = 0
+    span = sub(add(D, b + e), K)
+    if not ceil_mode:
+        return add(floordiv(span, s), 1)
+    out = add(floordiv(add(span, s - 1), s), 1)
+    if isinstance(D, int):
+        if (out - 1) * s >= D + b:
+            out -= 1
+        return out
+    if e + s <= K:
+        return out
+    return None
+
+
+def _pool_like(ctx, data, kernel, ceil_mode=False):
+    n = len(data.shape) - 2
+    strides, dilations, pads, auto_pad = _spatial_params(ctx, n, kernel)
+    out = list(data.shape[:2])
+    for i in range(n):
+        d = _window_out(ctx, data.shape[2 + i], kernel[i], dilations[i], strides[i], pads[i], pads[n + i], auto_pad, ceil_mode)
+        if isinstance(d, int) and d < 0:
+            raise ctx.error(f"spatial dim {i} would be negative ({d}): the kernel is larger than the padded input")
+        out.append(d if d is not None else ctx.fresh())
+    return out
+
+
+@rule("Conv", since=1)
+def conv(ctx):
+    data, weight = ctx.input(0), ctx.input(1)
+    if data is None or weight is None or data.shape is None or weight.shape is None:
+        return None
+    if len(data.shape) < 3 or len(weight.shape) != len(data.shape):
+        raise ctx.error("Conv needs an input [N, C, ...] and a weight of the same rank")
+    kernel = ctx.attr("kernel_shape") or list(weight.shape[2:])
+    if not all(isinstance(k, int) for k in kernel):
+        return None
+    out = _pool_like(ctx, data, list(kernel))
+    out[1] = weight.shape[0]
+    return [Fact(dtype=data.dtype, shape=tuple(out))]
+
+
+@rule("ConvTranspose", since=1)
+def conv_transpose(ctx):
+    data, weight = ctx.input(0), ctx.input(1)
+    if data is None or weight is None or data.shape is None or weight.shape is None:
+        return None
+    n = len(data.shape) - 2
+    group = ctx.attr("group", 1)
+    kernel = ctx.attr("kernel_shape") or list(weight.shape[2:])
+    if not all(isinstance(k, int) for k in kernel) or n < 1:
+        return None
+    strides, dilations, pads, auto_pad = _spatial_params(ctx, n, list(kernel))
+    out = [data.shape[0], mul(weight.shape[1], group)]
+    given = ctx.attr("output_shape")
+    if given:
+        out.extend(int(v) for v in given[-n:])
+        return [Fact(dtype=data.dtype, shape=tuple(out))]
+    opad = list(ctx.attr("output_padding") or [0] * n)
+    for i in range(n):
+        D = data.shape[2 + i]
+        K = (kernel[i] - 1) * dilations[i] + 1
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(mul(D, strides[i]))
+        else:
+            b, e = (0, 0) if auto_pad == "VALID" else (pads[i], pads[n + i])
+            out.append(add(mul(strides[i], sub(D, 1)), opad[i] + K - b - e))
+    return [Fact(dtype=data.dtype, shape=tuple(out))]
+
+
+@rule("MaxPool", "AveragePool", "LpPool", since=1)
+def pool(ctx):
+    data = ctx.input(0)
+    kernel = ctx.attr("kernel_shape")
+    if data is None or data.shape is None or kernel is None or len(data.shape) < 3:
+        return None
+    ceil_mode = bool(ctx.attr("ceil_mode", 0)) if ctx.version >= 10 else False
+    out = tuple(_pool_like(ctx, data, list(kernel), ceil_mode))
+    facts = [Fact(dtype=data.dtype, shape=out)]
+    if len(ctx.node.output) > 1:
+        from onnx import TensorProto
+
+        facts.append(Fact(dtype=TensorProto.INT64, shape=out))
+    return facts
+
+
+@rule("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", since=1)
+def global_pool(ctx):
+    data = ctx.input(0)
+    if data is None or data.shape is None or len(data.shape) < 2:
+        return None
+    return [Fact(dtype=data.dtype, shape=tuple(data.shape[:2]) + (1,) * (len(data.shape) - 2))]
+
+

@@ -1,0 +1,108 @@
+"""Resize and Upsample: output dims from computed ``sizes`` (followed as dims) or ``scales``.
+
+- Upsample-7: ``scales`` attribute; Upsample-9 and Resize-10: ``scales`` input.
+- Resize-11/13/18/19: inputs ``(X, roi, scales, sizes)``, one of scales/sizes; from 18 an
+  ``axes`` attribute says which dims they are for, and ``keep_aspect_ratio_policy`` other than
+  ``stretch`` scales all of them by one factor (only handled for static dims).
+
+A scale gives ``floor(D * scale)``. That is kept symbolic only for scales whose float value is
+a small dyadic fraction (2.0, 0.5, 1.25, ...), where the run time's floating-point product is
+exact; any other scale of a symbolic dim gives an unknown dim.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from ...symbolic import floordiv, mul
+from ..facts import Fact
+from ..registry import rule
+from ._util import normalize_axis, value_entries
+
+
+def _scaled(ctx, D, scale):
+    if isinstance(D, int):
+        return int(math.floor(D * float(scale)))
+    f = Fraction(float(scale))
+    if f.denominator > 1024 or abs(f.numerator) > 1 << 20 or f < 0:
+        return ctx.fresh()
+    return floordiv(mul(D, f.numerator), f.denominator) if f.denominator != 1 else mul(D, f.numerator)
+
+
+def _float_entries(fact):
+    if fact is None or fact.value is None or fact.value.dtype == object:
+        return None
+    return [float(v) for v in fact.value.reshape(-1)]
+
+
+def _resize(ctx, data, scales, sizes, axes=None, policy="stretch"):
+    if data is None or data.shape is None:
+        return None
+    r = len(data.shape)
+    axes = list(range(r)) if axes is None else [normalize_axis(ctx, a, r) for a in axes]
+    out = list(data.shape)
+    if sizes is not None:
+        if len(sizes) != len(axes):
+            raise ctx.error(f"sizes has {len(sizes)} entries for {len(axes)} axes")
+        if policy != "stretch":
+            if not all(isinstance(data.shape[a], int) for a in axes) or not all(isinstance(s, int) for s in sizes):
+                return [Fact(dtype=data.dtype, shape=tuple(ctx.fresh() if i in axes else d for i, d in enumerate(out)))]
+            ratios = [s / data.shape[a] for s, a in zip(sizes, axes)]
+            scale = min(ratios) if policy == "not_larger" else max(ratios)
+            for a in axes:
+                out[a] = int(math.floor(data.shape[a] * scale + 0.5))
+            return [Fact(dtype=data.dtype, shape=tuple(out))]
+        for a, s in zip(axes, sizes):
+            out[a] = s if s is not None else ctx.fresh()
+        return [Fact(dtype=data.dtype, shape=tuple(out))]
+    if scales is not None:
+        if len(scales) != len(axes):
+            raise ctx.error(f"scales has {len(scales)} entries for {len(axes)} axes")
+        for a, sc in zip(axes, scales):
+            out[a] = _scaled(ctx, out[a], sc)
+        return [Fact(dtype=data.dtype, shape=tuple(out))]
+    return [Fact(dtype=data.dtype, shape=tuple(ctx.fresh() if i in axes else d for i, d in enumerate(out)))]
+
+
+@rule("Upsample", since=7)
+def upsample_v7(ctx):
+    scales = ctx.attr("scales")
+    return _resize(ctx, ctx.input(0), list(scales) if scales is not None else None, None)
+
+
+@rule("Upsample", since=9)
+def upsample_v9(ctx):
+    return _resize(ctx, ctx.input(0), _float_entries(ctx.input(1)), None)
+
+
+@rule("Resize", since=10)
+def resize_v10(ctx):
+    return _resize(ctx, ctx.input(0), _float_entries(ctx.input(1)), None)
+
+
+def _given(ctx, i):
+    """The fact of optional input i when it is present and not an empty tensor, else None."""
+    if not ctx.has_input(i):
+        return None
+    f = ctx.input(i)
+    if f is not None and f.shape is not None and len(f.shape) == 1 and f.shape[0] == 0:
+        return None
+    return f if f is not None else Fact()
+
+
+@rule("Resize", since=11)
+def resize_v11(ctx):
+    scales_fact, sizes_fact = _given(ctx, 2), _given(ctx, 3)
+    sizes = value_entries(sizes_fact) if sizes_fact is not None else None
+    scales = _float_entries(scales_fact) if scales_fact is not None and sizes_fact is None else None
+    if sizes is None and scales is None:
+        data = ctx.input(0)  # the sizes or scales are computed at run time: keep the rank
+        if data is None or data.shape is None:
+            return None
+        return [Fact(dtype=data.dtype, shape=ctx.fresh_shape(len(data.shape)))]
+    axes = ctx.attr("axes") if ctx.version >= 18 else None
+    policy = ctx.attr("keep_aspect_ratio_policy", b"stretch") if ctx.version >= 18 else b"stretch"
+    if isinstance(policy, bytes):
+        policy = policy.decode()
+    return _resize(ctx, ctx.input(0), scales, sizes, list(axes) if axes is not None else None, policy)

@@ -1,0 +1,31 @@
+"""Every tensor of the real exports in fixtures/corpus/ against onnxruntime: zero wrong, and
+the share expressed in input dims may not fall. Table: ``python tests/corpus.py``."""
+
+import pytest
+
+from tests import corpus
+
+# Tensors expressed in input dims today (strict, assume_nonempty). Raise as inference improves.
+FLOOR = {
+    "bert_classic.onnx": (293, 293),
+    "bert_dynamo.onnx": (91, 109),
+    "cnn_classic.onnx": (36, 36),
+    "cnn_dynamo.onnx": (29, 34),
+    "gpt2_classic.onnx": (420, 499),
+    "gpt2_dynamo.onnx": (103, 125),
+    "llama_classic.onnx": (579, 595),
+    "llama_dynamo.onnx": (159, 179),
+    "swin_classic.onnx": (490, 533),
+    "t5_classic.onnx": (614, 812),
+    "vit_torchvision_classic.onnx": (326, 388),
+    "vit_torchvision_dynamo.onnx": (113, 113),
+}
+
+
+@pytest.mark.parametrize("assume_nonempty", [False, True], ids=["strict", "nonempty"])
+@pytest.mark.parametrize("entry", corpus.entries(), ids=lambda e: e["file"])
+def test_corpus_model_against_onnxruntime(entry, assume_nonempty):
+    pytest.importorskip("onnxruntime")
+    r = corpus.verify(entry, assume_nonempty)
+    assert r["wrong"] == 0, r["details"][:10]
+    assert r["in_input_dims"] >= FLOOR[entry["file"]][int(assume_nonempty)], r["unknown_names"][:20]
