@@ -59,6 +59,9 @@ B, S, N = sym("batch"), sym("seq"), sym("N")
         (dmax(S, S + 1), "seq+1"),
         (dmin(B, S), "min(batch,seq)"),
         ((S + 2) * (S - 2), "seq*seq-4"),
+        (floordiv(S + mod(-S, 4), 4), "(seq+3)//4"),  # padded to a multiple of 4, then split
+        (floordiv(S + mod(S, 2), 2), "(seq+1)//2"),
+        (dmin(S, floordiv(S, 2)), "seq//2"),
     ],
     ids=lambda x: x if isinstance(x, str) else None,
 )

@@ -79,7 +79,11 @@ class NodeContext:
     def positive(self, d) -> bool:
         """True only when d >= 1 wherever the model runs: by the algebra, or (under the opt-in
         assume_nonempty) because d is the size of a tensor, and no tensor is empty."""
-        return provably_positive(d) or (self.engine.assume_nonempty and d in self.engine.tensor_dims)
+        if provably_positive(d):
+            return True
+        if not self.engine.assume_nonempty:
+            return False
+        return self.engine.positive_given_tensor_dims(d)
 
     def fresh(self, hint: str = "") -> Expr:
         """A new symbol for a dim this node makes that no rule can express."""

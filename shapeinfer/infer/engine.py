@@ -14,7 +14,8 @@ from collections import ChainMap
 from typing import Optional
 
 from ..errors import ShapeInferenceError
-from ..symbolic import Dim, sym
+from ..symbolic import Dim, add, provably_positive, substitute, sym
+from ..symbolic.expr import Expr
 from . import ops  # noqa: F401  (registers the rules)
 from .context import NodeContext
 from .facts import Fact
@@ -101,6 +102,33 @@ class Engine:
             d = parse_dim_param(text, self.symbol)
             self._params[text] = d
         return d
+
+    def positive_given_tensor_dims(self, d) -> bool:
+        """Under assume_nonempty: d >= 1, given that every tensor dim seen so far is >= 1.
+
+        d itself may be such a dim; otherwise each atom of d (at any depth) that is one is
+        replaced by 1 + t (t >= 0, a placeholder) and the algebra asked again."""
+        if d in self.tensor_dims:
+            return True
+        if type(d) is int:
+            return d >= 1
+        mapping = {}
+        stack = [d]
+        while stack:
+            x = stack.pop()
+            if not isinstance(x, Expr):
+                continue
+            for mono, _ in x.terms:
+                for atom, _ in mono:
+                    if atom in mapping:
+                        continue
+                    if _atom_expr(atom) in self.tensor_dims:
+                        mapping[atom] = add(1, sym(f"_t{len(mapping)}"))
+                    elif atom.kind != "sym":
+                        stack.extend(atom.args)
+        if not mapping:
+            return False
+        return provably_positive(substitute(d, mapping))
 
     def mint(self, hint: str = "u", origin: str = "", positive: bool = False) -> Dim:
         """A new symbol for a dim nothing can express; deterministic per model."""
@@ -281,6 +309,11 @@ class Engine:
             local[vi.name] = fact
         self.run_nodes(graph.node, facts, opsets, attr_scope)
         return [facts.get(o.name) or Fact() for o in graph.output]
+
+
+def _atom_expr(atom) -> Expr:
+    """The dim that is just this atom."""
+    return Expr((((((atom, 1),), 1)),))
 
 
 def _input_symbol_names(graph, init_names: set, input_shapes: dict) -> set:

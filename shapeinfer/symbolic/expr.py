@@ -407,6 +407,19 @@ def floordiv(a: Dim, b: Dim) -> Dim:
                         x, c1 = mono[0][0].args
                         if isinstance(c1, int) and c1 > 0:
                             return add(qd, floordiv(x, c1 * cb))
+                # rd = R + mod(y, c) with R + y a multiple c*P of c (padding to a multiple:
+                # x + mod(-x, c)) divides exactly: floordiv(rd, c) = P - floordiv(y, c).
+                for mono, coef in rd.terms if isinstance(rd, Expr) else ():
+                    if coef == 1 and len(mono) == 1 and mono[0][1] == 1:
+                        atom = mono[0][0]
+                        if atom.kind == "mod" and atom.args[1] == cb:
+                            y = atom.args[0]
+                            rest = add(sub(rd, _atom_dim(atom)), y)
+                            drest = _as_dict(rest)
+                            if _int_coefs(drest) and all(c % cb == 0 for c in drest.values()):
+                                # mod(y, c) == mod(-R, c), so rd = c*ceil(R/c)
+                                r_part = sub(rd, _atom_dim(atom))
+                                return add(qd, floordiv(add(r_part, cb - 1), cb))
                 return add(qd, _atom_dim(Atom("floordiv", (rd, b))))
     if isinstance(b, Expr):
         q = _poly_divide(a, b)  # an exact quotient with integer coefficients is the floor too
@@ -738,9 +751,12 @@ def evaluate(d: Dim, binding: Mapping[str, int]) -> Number:
 _CONSTRUCTORS = {}
 
 
-def substitute(d: Dim, mapping: Mapping[str, Dim]) -> Dim:
-    """d with each symbol named in mapping replaced by its dim, rebuilt in canonical form."""
-    if isinstance(d, int) or not (free_symbols(d) & mapping.keys()):
+def substitute(d: Dim, mapping: Mapping) -> Dim:
+    """d with each symbol named in mapping (a str key) or each atom (an Atom key) replaced by
+    its dim, wherever it occurs (inside other atoms too), rebuilt in canonical form."""
+    if isinstance(d, int):
+        return d
+    if all(isinstance(k, str) for k in mapping) and not (free_symbols(d) & mapping.keys()):
         return d
     if not _CONSTRUCTORS:
         _CONSTRUCTORS.update(floordiv=floordiv, mod=mod, min=dmin, max=dmax, bcast=bcast, div=truediv)
@@ -748,7 +764,9 @@ def substitute(d: Dim, mapping: Mapping[str, Dim]) -> Dim:
     for mono, coef in d.terms:
         term: Dim = _from_dict({(): coef})
         for atom, e in mono:
-            if atom.kind == "sym":
+            if atom in mapping:
+                v = mapping[atom]
+            elif atom.kind == "sym":
                 v = mapping.get(atom.args[0], None)
                 v = _atom_dim(atom) if v is None else v
             else:
