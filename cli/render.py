@@ -60,6 +60,10 @@ def render_table(result, model_path: str, all_tensors: bool = False) -> str:
         f"symbols: {', '.join(s['symbols']) or 'none'}"
         + (f"; minted for unknown dims: {', '.join(s['minted_symbols'])}" if s["minted_symbols"] else "")
     )
+    notes = [d for d in result.declared_dims() if d["kind"] != "same"]
+    for d in notes:
+        rel = "is" if d["kind"] == "equal" else "CONFLICTS with inferred"
+        out.append(f"declared: {d['tensor']}[{d['axis']}] = {d['declared']} {rel} {d['inferred']}")
     for a in result.assumptions:
         out.append(f"assumption: {a}")
     for d in result.diagnostics:

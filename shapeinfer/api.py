@@ -64,6 +64,37 @@ class InferenceResult:
         """True when d involves a symbol minted for a dim that no rule could express."""
         return any(s in self.minted for s in free_symbols(d))
 
+    def declared_dims(self) -> list:
+        """How the dims declared on graph outputs and value_info compare with inference.
+
+        One entry per declared dim that says something inference also knows: ``same`` (equal),
+        ``equal`` (a declared name for a dim inference expresses otherwise: ``seq_plus_1`` is
+        ``seq+1``), or ``conflict`` (a declared size inference proves different)."""
+        from .infer.protos import parse_dim_param
+
+        out = []
+        g = self.model.graph
+        for vi in list(g.output) + list(g.value_info):
+            fact = self.facts.get(vi.name)
+            if fact is None or fact.shape is None or not vi.type.HasField("tensor_type"):
+                continue
+            dims = vi.type.tensor_type.shape.dim
+            if not vi.type.tensor_type.HasField("shape") or len(dims) != len(fact.shape):
+                continue
+            for axis, (d, ours) in enumerate(zip(dims, fact.shape)):
+                if self.is_unknown_dim(ours) or not (d.dim_param or d.HasField("dim_value")):
+                    continue
+                declared = d.dim_param or str(d.dim_value)
+                theirs = int(d.dim_value) if d.HasField("dim_value") else parse_dim_param(d.dim_param)
+                if str(theirs) == str(ours):
+                    kind = "same"
+                elif isinstance(theirs, int) and isinstance(ours, int):
+                    kind = "conflict"
+                else:
+                    kind = "equal"
+                out.append({"tensor": vi.name, "axis": axis, "declared": declared, "inferred": to_str(ours), "kind": kind})
+        return out
+
     def input_symbols(self) -> set:
         """The symbols the graph inputs' dims are made of."""
         init = {t.name for t in self.model.graph.initializer}
@@ -115,6 +146,7 @@ class InferenceResult:
             ],
             "summary": self.summary(),
             "assumptions": list(self.assumptions),
+            "declared_dims": [d for d in self.declared_dims() if d["kind"] != "same"],
             "diagnostics": [d.as_dict() for d in self.diagnostics],
         }
         if all_tensors:
@@ -204,29 +236,32 @@ def _has_minted(result: InferenceResult, shape) -> bool:
     return any(result.is_unknown_dim(d) for d in shape)
 
 
-def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult) -> None:
-    """Write fact into an existing value's type, keeping declared dims where ours are unknown."""
+def _merge_dim(dim_proto, ours: Dim, result: InferenceResult) -> None:
+    """Write our dim into a declared one: a declared name is kept (the equality with what was
+    inferred is in result.declared_dims()); a declared size is kept where ours is unknown."""
+    if dim_proto.dim_param:
+        return
+    if dim_proto.HasField("dim_value") and result.is_unknown_dim(ours):
+        return
+    if isinstance(ours, int):
+        dim_proto.dim_value = ours
+    elif not result.is_unknown_dim(ours) or not dim_proto.HasField("dim_value"):
+        dim_proto.dim_param = to_str(ours)
+
+
+def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declared: bool) -> None:
+    """Write fact into a declared value's type, keeping the author's dims where they are given
+    (unless the inputs were overridden: then the declared names may describe other shapes)."""
     if fact.type_proto is not None or not fact.dtype:
         return
     tt = dst.tensor_type
-    if fact.dtype:
-        tt.elem_type = fact.dtype
+    tt.elem_type = fact.dtype
     if fact.shape is None:
         return
     declared = list(tt.shape.dim) if tt.HasField("shape") else None
-    if declared is not None and len(declared) == len(fact.shape) and _has_minted(result, fact.shape):
-        keep = [(d.HasField("dim_value") or bool(d.dim_param)) for d in declared]
-        new = TypeProto()
-        shape_proto = new.tensor_type.shape
-        for ours, theirs, k in zip(fact.shape, declared, keep):
-            dim = shape_proto.dim.add()
-            if k and result.is_unknown_dim(ours):
-                dim.CopyFrom(theirs)
-            elif isinstance(ours, int):
-                dim.dim_value = ours
-            else:
-                dim.dim_param = to_str(ours)
-        tt.shape.CopyFrom(shape_proto)
+    if keep_declared and declared is not None and len(declared) == len(fact.shape):
+        for dim_proto, ours in zip(tt.shape.dim, fact.shape):
+            _merge_dim(dim_proto, ours, result)
         return
     tt.ClearField("shape")
     tt.shape.SetInParent()
@@ -236,7 +271,10 @@ def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult) -> None:
 def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None) -> ModelProto:
     """A copy of ``model`` whose value_info and graph outputs carry the inferred shapes.
 
-    Graph inputs named in ``input_shapes`` get the overriding shape written in too."""
+    Dims the author declared (names or sizes on outputs and value_info) are kept; how they
+    relate to what was inferred is in ``result.declared_dims()``. Graph inputs named in
+    ``input_shapes`` get the overriding shape written in, and then the inferred shapes replace
+    the declared ones everywhere."""
     out = ModelProto()
     out.CopyFrom(model)
     g = out.graph
@@ -255,7 +293,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
         if fact is None or name in known_elsewhere:
             continue
         if name in outputs:
-            _write_type(outputs[name].type, fact, result)
+            _write_type(outputs[name].type, fact, result, not input_shapes)
             continue
         vi = existing.get(name)
         if vi is None:
@@ -266,7 +304,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
             elif fact.dtype:
                 appended.append(tensor_value_info(name, fact.dtype, fact.shape))
             continue
-        _write_type(vi.type, fact, result)
+        _write_type(vi.type, fact, result, not input_shapes)
     if appended:
         out.MergeFromString(graph_patch(appended))
     return out
