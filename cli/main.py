@@ -121,11 +121,16 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
                 f"the model has no input named {name!r} (inputs: {', '.join(sorted(known_inputs)) or 'none'})",
                 param_hint="--input-shape",
             )
-    result = shapeinfer.infer(model, input_shapes=overrides, assume_nonempty=assume_nonempty)
+    model_dir = os.path.dirname(os.path.abspath(model_path))
+    result = shapeinfer.infer(model, input_shapes=overrides, assume_nonempty=assume_nonempty, base_dir=model_dir)
     if output:
         if os.path.abspath(output) == os.path.abspath(model_path):
             raise click.BadParameter("refusing to overwrite the input model", param_hint="-o")
-        write_model_atomically(shapeinfer.annotate(model, result, overrides), output)
+        from shapeinfer.external import relocate_external_data
+
+        annotated = shapeinfer.annotate(model, result, overrides)
+        relocate_external_data(annotated, model_dir, os.path.dirname(os.path.abspath(output)))
+        write_model_atomically(annotated, output)
     if as_json:
         data = result.to_dict(all_tensors=all_tensors)
         data["model"] = model_path

@@ -208,7 +208,8 @@ def _as_model(model) -> ModelProto:
     raise TypeError(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
 
 
-def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False) -> InferenceResult:
+def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,
+          base_dir: Optional[str] = None) -> InferenceResult:
     """Infer every tensor's shape; the model is not modified.
 
     ``input_shapes`` maps a graph input name to a list of ints and/or symbol names (or
@@ -217,9 +218,13 @@ def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool =
     of every tensor computed is at least 1. Without it a symbol may be 0, and shapes that differ
     only where some tensor is empty are reported unknown; with it they are exact for every run
     without an empty tensor. The result lists it under ``assumptions``.
+    ``base_dir`` is the folder of a model's external data (default: the model file's folder when
+    a path is given). Weights are never loaded; a small external int tensor is read from there.
     Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
+    if base_dir is None and isinstance(model, (str, os.PathLike)):
+        base_dir = os.path.dirname(os.path.abspath(os.fspath(model)))
     m = _as_model(model)
-    engine = Engine(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty)
+    engine = Engine(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
     # The walk allocates many small, acyclic objects; the cyclic collector's full passes over
     # them would make time grow faster than the graph. Collection resumes afterwards.
     was_enabled = gc.isenabled()
@@ -310,11 +315,14 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     return out
 
 
-def infer_shapes(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False) -> ModelProto:
+def infer_shapes(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,
+                 base_dir: Optional[str] = None) -> ModelProto:
     """Like ``onnx.shape_inference.infer_shapes``: a new model with every inferred shape written in.
 
     Symbolic dims are written as ``dim_param`` in the printed syntax (``batch*seq/4``). The model
     given is not modified. Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
+    if base_dir is None and isinstance(model, (str, os.PathLike)):
+        base_dir = os.path.dirname(os.path.abspath(os.fspath(model)))
     m = _as_model(model)
-    result = infer(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty)
+    result = infer(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
     return annotate(m, result, input_shapes)

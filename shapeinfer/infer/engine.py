@@ -60,8 +60,10 @@ def _graph_dim_params(graph, out: set) -> None:
 class Engine:
     """Infers facts for every tensor of a model. Use :meth:`run`, then read :attr:`facts`."""
 
-    def __init__(self, model, input_shapes: Optional[dict] = None, assume_nonempty: bool = False):
+    def __init__(self, model, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,
+                 base_dir: Optional[str] = None):
         self.model = model
+        self.base_dir = base_dir  # where external data lives (None: it is not read at all)
         self.input_shapes = dict(input_shapes or {})
         # Opt-in: no tensor is empty -- every dim of every tensor is at least 1. Symbols named
         # on graph inputs then carry the lower bound 1 (all others stay >= 0), and a dim that is
@@ -170,7 +172,7 @@ class Engine:
         if self.assume_nonempty:
             self._positive_names = _input_symbol_names(graph, init_names, self.input_shapes)
         for t in graph.initializer:
-            value = value_from_tensor(t)
+            value = value_from_tensor(t, self.base_dir)
             facts[t.name] = Fact(dtype=t.data_type, shape=tuple(int(d) for d in t.dims), value=value)
         for t in graph.sparse_initializer:
             facts[t.values.name] = Fact(dtype=t.values.data_type, shape=tuple(int(d) for d in t.dims))
@@ -301,7 +303,7 @@ class Engine:
         local: dict = {}
         facts = ChainMap(local, outer)
         for t in graph.initializer:
-            local[t.name] = Fact(dtype=t.data_type, shape=tuple(int(d) for d in t.dims), value=value_from_tensor(t))
+            local[t.name] = Fact(dtype=t.data_type, shape=tuple(int(d) for d in t.dims), value=value_from_tensor(t, self.base_dir))
         for vi, given in zip(graph.input, input_facts):
             fact = given
             if fact is None or (fact.shape is None and fact.type_proto is None):

@@ -85,10 +85,14 @@ def tensor_from_value(fact: Fact, name: str) -> Optional[TensorProto]:
         return None
 
 
-def value_from_tensor(tensor: TensorProto) -> Optional[np.ndarray]:
-    """The tracked value of a small constant tensor (never reads external data)."""
+def value_from_tensor(tensor: TensorProto, base_dir: Optional[str] = None) -> Optional[np.ndarray]:
+    """The tracked value of a small constant tensor. External data is read only for a small
+    integer tensor inside base_dir (see shapeinfer/external.py); weights never are."""
     if tensor.data_location == TensorProto.EXTERNAL:
-        return None
+        from ..external import read_small_int_tensor
+
+        arr = read_small_int_tensor(tensor, base_dir)
+        return None if arr is None else value_from_numpy(arr, tensor.data_type)
     n = 1
     for d in tensor.dims:
         n *= d

@@ -1,0 +1,109 @@
+"""A model over 2 GB (weights as external data) is inferred and annotated without loading the
+weights; -o writes the model back elsewhere without touching them."""
+
+import os
+import resource
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+import shapeinfer
+
+BIG = 700_000_000  # float32 elements: 2.8 GB of weights
+
+
+def _external(name, dtype, dims, location, offset, length):
+    t = TensorProto()
+    t.name = name
+    t.data_type = dtype
+    t.dims.extend(dims)
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return t
+
+
+def _big_model(folder):
+    """weights.bin: a small int64 shape at offset 0, then 2.8 GB of zeros (a sparse file)."""
+    shape = np.array([-1, 4], dtype="<i8").tobytes()
+    data = os.path.join(folder, "weights.bin")
+    with open(data, "wb") as fh:
+        fh.write(shape)
+        fh.seek(4096 + BIG * 4 - 1)
+        fh.write(b"\0")
+    nodes = [
+        helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape"),
+        helper.make_node("Shape", ["w"], ["ws"], name="shape_of_weights"),
+        helper.make_node("Gather", ["w", "idx"], ["g"], name="gather_weights"),
+    ]
+    graph = helper.make_graph(
+        nodes, "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8]),
+         helper.make_tensor_value_info("idx", TensorProto.INT64, ["K"])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT if n != "ws" else TensorProto.INT64, None)
+         for n in ("y", "ws", "g")],
+        [_external("target", TensorProto.INT64, [2], "weights.bin", 0, 16),
+         _external("w", TensorProto.FLOAT, [BIG], "weights.bin", 4096, BIG * 4)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    path = os.path.join(folder, "big.onnx")
+    with open(path, "wb") as fh:
+        fh.write(model.SerializeToString())
+    return path, data
+
+
+def test_big_model_is_inferred_without_reading_weights(tmp_path):
+    path, data = _big_model(str(tmp_path))
+    assert os.path.getsize(data) > 2**31
+    result = shapeinfer.infer(path)
+    # The small external shape tensor is read (-1 resolves to 2*N); the weights are not.
+    assert result.shape_strs("y") == ["2*N", "4"]
+    assert result.shape_strs("ws") == ["1"] and result.shape_strs("g") == ["K"]
+    assert result.fact("w").value is None
+
+
+def test_cli_writes_big_model_elsewhere_without_rewriting_weights(tmp_path):
+    src = tmp_path / "src"
+    out_dir = tmp_path / "out"
+    src.mkdir()
+    out_dir.mkdir()
+    path, data = _big_model(str(src))
+    before = os.stat(data)
+    out = out_dir / "annotated.onnx"
+    code = subprocess.run([sys.executable, "-m", "shapeinfer_cli.main", path, "-o", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert code.returncode == 0, code.stderr
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert peak_mb < 1024, f"the CLI used {peak_mb:.0f} MB: weights were loaded"
+    after = os.stat(data)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert os.listdir(out_dir) == ["annotated.onnx"]  # no copy of the weights
+    m = onnx.load(str(out), load_external_data=False)
+    w = next(t for t in m.graph.initializer if t.name == "w")
+    loc = next(e.value for e in w.external_data if e.key == "location")
+    assert os.path.realpath(os.path.join(out_dir, loc)) == os.path.realpath(data)
+    assert any(v.name == "y" for v in m.graph.output)
+    dims = next(o for o in m.graph.output if o.name == "y").type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in dims] == ["2*N", 4]
+
+
+def test_external_location_outside_the_model_folder_is_not_read(tmp_path):
+    inner = tmp_path / "model"
+    inner.mkdir()
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(np.array([-1, 4], dtype="<i8").tobytes())
+    node = helper.make_node("Reshape", ["x", "target"], ["y"])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [_external("target", TensorProto.INT64, [2], "../secret.bin", 0, 16)],
+    )
+    path = inner / "m.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]).SerializeToString())
+    result = shapeinfer.infer(str(path))
+    assert result.fact("target").value is None
+    assert result.classify("y") == "unknown"
