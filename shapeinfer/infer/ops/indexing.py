@@ -1,0 +1,200 @@
+"""Indexing, selection and layout ops whose output dims come from their inputs' dims or values.
+
+GatherElements, GatherND, Scatter*, TopK (k may be a computed dim), ArgMax/ArgMin, OneHot,
+DepthToSpace/SpaceToDepth, Einsum (with ``...``), EyeLike, and the data-dependent NonZero,
+Compress and Unique, whose counts become fresh symbols named after the op.
+"""
+
+from __future__ import annotations
+
+from onnx import TensorProto
+
+from ...symbolic import mul, truediv
+from ..facts import Fact, as_dim
+from ..registry import rule
+from ._util import broadcast_shapes, normalize_axis, value_entries
+
+INT64 = TensorProto.INT64
+
+
+@rule("GatherElements", since=11)
+def gather_elements(ctx):
+    data, indices = ctx.input(0), ctx.input(1)
+    if data is None or indices is None:
+        return None
+    return [Fact(dtype=data.dtype, shape=indices.shape)]
+
+
+@rule("GatherND", since=11)
+def gather_nd(ctx):
+    data, indices = ctx.input(0), ctx.input(1)
+    if data is None or indices is None or data.shape is None or indices.shape is None or not indices.shape:
+        return None
+    last = indices.shape[-1]
+    b = ctx.attr("batch_dims", 0) if ctx.version >= 12 else 0
+    if not isinstance(last, int):
+        return None
+    if b + last > len(data.shape):
+        raise ctx.error(f"indices address {last} dims after {b} batch dims of a rank-{len(data.shape)} input")
+    return [Fact(dtype=data.dtype, shape=tuple(indices.shape[:-1]) + tuple(data.shape[b + last:]))]
+
+
+@rule("ScatterND", "ScatterElements", "Scatter", "EyeLike", since=1)
+def same_as_data(ctx):
+    data = ctx.input(0)
+    if data is None:
+        return None
+    dtype = data.dtype
+    if ctx.op_type == "EyeLike":
+        dtype = ctx.attr("dtype", data.dtype)
+    return [Fact(dtype=dtype, shape=data.shape)]
+
+
+def _topk(ctx, k):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    axis = normalize_axis(ctx, ctx.attr("axis", -1), len(data.shape))
+    out = list(data.shape)
+    out[axis] = k if k is not None else ctx.fresh("topk")
+    return [Fact(dtype=data.dtype, shape=tuple(out)), Fact(dtype=INT64, shape=tuple(out))]
+
+
+@rule("TopK", since=1)
+def topk_v1(ctx):
+    return _topk(ctx, ctx.attr("k"))
+
+
+@rule("TopK", since=10)
+def topk_v10(ctx):
+    k = value_entries(ctx.input(1))
+    return _topk(ctx, k[0] if k and len(k) == 1 else None)
+
+
+@rule("ArgMax", "ArgMin", since=1)
+def arg_reduce(ctx):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    axis = normalize_axis(ctx, ctx.attr("axis", 0), len(data.shape))
+    if ctx.attr("keepdims", 1):
+        out = tuple(1 if i == axis else d for i, d in enumerate(data.shape))
+    else:
+        out = tuple(d for i, d in enumerate(data.shape) if i != axis)
+    return [Fact(dtype=INT64, shape=out)]
+
+
+@rule("OneHot", since=9)
+def one_hot(ctx):
+    indices, depth, values = ctx.input(0), ctx.input(1), ctx.input(2)
+    if indices is None or indices.shape is None:
+        return None
+    d = None
+    if depth is not None and depth.value is not None and depth.value.size == 1:
+        v = depth.value.reshape(-1)[0]
+        d = as_dim(v) if depth.value.dtype == object else (int(v) if float(v).is_integer() else None)
+    r = len(indices.shape) + 1
+    axis = normalize_axis(ctx, ctx.attr("axis", -1), r)
+    out = list(indices.shape)
+    out.insert(axis, d if d is not None else ctx.fresh("onehot"))
+    return [Fact(dtype=values.dtype if values is not None else 0, shape=tuple(out))]
+
+
+@rule("DepthToSpace", since=1)
+def depth_to_space(ctx):
+    data = ctx.input(0)
+    b = ctx.attr("blocksize")
+    if data is None or data.shape is None or len(data.shape) != 4 or not b:
+        return None
+    n, c, h, w = data.shape
+    if isinstance(c, int) and c % (b * b):
+        raise ctx.error(f"channels {c} are not a multiple of blocksize^2 = {b * b}")
+    return [Fact(dtype=data.dtype, shape=(n, truediv(c, b * b), mul(h, b), mul(w, b)))]
+
+
+@rule("SpaceToDepth", since=1)
+def space_to_depth(ctx):
+    data = ctx.input(0)
+    b = ctx.attr("blocksize")
+    if data is None or data.shape is None or len(data.shape) != 4 or not b:
+        return None
+    n, c, h, w = data.shape
+    for d in (h, w):
+        if isinstance(d, int) and d % b:
+            raise ctx.error(f"spatial dim {d} is not a multiple of blocksize {b}")
+    return [Fact(dtype=data.dtype, shape=(n, mul(c, b * b), truediv(h, b), truediv(w, b)))]
+
+
+@rule("NonZero", since=9)
+def non_zero(ctx):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return [Fact(dtype=INT64)]
+    return [Fact(dtype=INT64, shape=(len(data.shape), ctx.fresh("nonzero")))]
+
+
+@rule("Compress", since=9)
+def compress(ctx):
+    data = ctx.input(0)
+    if data is None or data.shape is None:
+        return None
+    axis = ctx.attr("axis")
+    if axis is None:
+        return [Fact(dtype=data.dtype, shape=(ctx.fresh("compress"),))]
+    axis = normalize_axis(ctx, axis, len(data.shape))
+    out = list(data.shape)
+    out[axis] = ctx.fresh("compress")
+    return [Fact(dtype=data.dtype, shape=tuple(out))]
+
+
+@rule("Einsum", since=12)
+def einsum(ctx):
+    eq = ctx.attr("equation")
+    facts = [ctx.input(i) for i in range(len(ctx.node.input))]
+    if eq is None or any(f is None or f.shape is None for f in facts):
+        return None
+    eq = (eq.decode() if isinstance(eq, bytes) else eq).replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(facts):
+        raise ctx.error(f"equation {eq!r} has {len(terms)} operands, the node {len(facts)}")
+    letters: dict = {}
+    ellipses = []
+    for term, f in zip(terms, facts):
+        n_named = len(term.replace("...", ""))
+        n_ell = len(f.shape) - n_named
+        if n_ell < 0 or (n_ell and "..." not in term):
+            raise ctx.error(f"operand {term!r} does not match rank {len(f.shape)}")
+        pos = 0
+        i = 0
+        while i < len(term):
+            if term.startswith("...", i):
+                ellipses.append(tuple(f.shape[pos:pos + n_ell]))
+                pos += n_ell
+                i += 3
+                continue
+            letters.setdefault(term[i], []).append(f.shape[pos])
+            pos += 1
+            i += 1
+    ell = broadcast_shapes(ctx, ellipses) if ellipses else ()
+    dims = {}
+    for letter, ds in letters.items():
+        dims[letter] = broadcast_shapes(ctx, [(d,) for d in ds])[0]
+    if not arrow:  # implicit output: the ellipsis, then the letters used once, sorted
+        counts: dict = {}
+        for term in terms:
+            for ch in term.replace("...", ""):
+                counts[ch] = counts.get(ch, 0) + 1
+        rhs = ("..." if ellipses else "") + "".join(sorted(ch for ch, c in counts.items() if c == 1))
+    out = []
+    i = 0
+    while i < len(rhs):
+        if rhs.startswith("...", i):
+            out.extend(ell)
+            i += 3
+            continue
+        if rhs[i] not in dims:
+            raise ctx.error(f"output letter {rhs[i]!r} of {eq!r} is not in any operand")
+        out.append(dims[rhs[i]])
+        i += 1
+    return [Fact(dtype=facts[0].dtype, shape=tuple(out))]

@@ -1,0 +1,164 @@
+"""Rules for the ops where dim arithmetic matters, against onnxruntime with symbolic inputs.
+
+Each model's inputs have symbolic dims; it runs at several bindings and every inferred output
+dim must be an expression over the input symbols (unless the case says it is data-dependent)
+that evaluates to the real size.
+"""
+
+import numpy as np
+import pytest
+from onnx import parser
+
+import shapeinfer
+from tests.helpers import evaluate_shape
+
+H = '<ir_version: 9, opset_import: ["" : 18]>\n'
+
+# name: (model text, [{input: shape}], outputs allowed to be unknown)
+CASES = {
+    "conv_pads_strides_dilations": (
+        "g (float[N,3,H,W] x) => (float y) <float[4,3,3,3] w = {" + ",".join(["0.1"] * 108) + "}> {"
+        " y = Conv<pads = [1, 2, 0, 1], strides = [2, 1], dilations = [1, 2]>(x, w) }",
+        [{"x": (1, 3, 9, 10)}, {"x": (2, 3, 16, 7)}, {"x": (1, 3, 4, 5)}], (),
+    ),
+    "conv_same_upper": (
+        "g (float[N,3,H,W] x) => (float y) <float[2,3,3,3] w = {" + ",".join(["0.1"] * 54) + "}> {"
+        " y = Conv<auto_pad = \"SAME_UPPER\", strides = [2, 3]>(x, w) }",
+        [{"x": (1, 3, 9, 10)}, {"x": (2, 3, 1, 1)}, {"x": (1, 3, 8, 12)}], (),
+    ),
+    "conv_transpose": (
+        "g (float[N,2,H,W] x) => (float y) <float[2,3,3,3] w = {" + ",".join(["0.1"] * 54) + "}> {"
+        " y = ConvTranspose<strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 0]>(x, w) }",
+        [{"x": (1, 2, 4, 5)}, {"x": (2, 2, 1, 3)}], (),
+    ),
+    "maxpool_ceil_mode": (
+        "g (float[N,C,H,W] x) => (float y) {"
+        " y = MaxPool<kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1>(x) }",
+        [{"x": (1, 2, 9, 10)}, {"x": (2, 1, 8, 7)}, {"x": (1, 1, 1, 2)}], (),
+    ),
+    "maxpool_ceil_mode_last_window_rule": (
+        # e + s > K: the last-window correction cannot be ruled out symbolically -> unknown dims
+        "g (float[N,C,H,W] x) => (float y) {"
+        " y = MaxPool<kernel_shape = [2, 2], strides = [3, 3], pads = [1, 1, 1, 1], ceil_mode = 1>(x) }",
+        [{"x": (1, 1, 4, 5)}, {"x": (1, 1, 7, 8)}], ("y",),
+    ),
+    "avgpool_and_global": (
+        "g (float[N,C,H,W] x) => (float y, float z) {"
+        " y = AveragePool<kernel_shape = [2, 3], strides = [2, 2]>(x)"
+        " z = GlobalAveragePool(x) }",
+        [{"x": (1, 2, 9, 10)}, {"x": (3, 1, 4, 3)}], (),
+    ),
+    "resize_sizes_from_shape": (
+        "g (float[N,C,H,W] x, float[N,C,P,Q] t) => (float y) <int64[1] i2 = {2}, int64[1] i4 = {4}> {"
+        " s = Shape(t)"
+        " hw = Slice(s, i2, i4)"
+        " ncs = Shape<end = 2>(x)"
+        " sizes = Concat<axis = 0>(ncs, hw)"
+        " y = Resize<mode = \"nearest\">(x, , , sizes) }",
+        [{"x": (1, 2, 3, 4), "t": (1, 2, 6, 5)}, {"x": (2, 1, 5, 5), "t": (2, 1, 2, 9)}], (),
+    ),
+    "resize_scales": (
+        "g (float[N,C,H,W] x) => (float y) <float[4] sc = {1.0, 1.0, 2.0, 0.5}> {"
+        " y = Resize<mode = \"nearest\">(x, , sc) }",
+        [{"x": (1, 2, 3, 4)}, {"x": (2, 1, 5, 7)}], (),
+    ),
+    "pad_computed": (
+        "g (float[N,L] x) => (float y) <int64[1] i1 = {1}, int64[1] w = {4}, int64[1] zero = {0}> {"
+        " s = Shape(x)"
+        " l = Slice(s, i1, i1)"
+        " l1 = Shape<start = 1>(x)"
+        " m = Mod(l1, w)"
+        " pad = Sub(w, m)"
+        " pads = Concat<axis = 0>(zero, zero, zero, pad)"
+        " y = Pad(x, pads) }",
+        [{"x": (1, 3)}, {"x": (2, 8)}, {"x": (3, 1)}], (),
+    ),
+    "matmul_broadcast_gemm": (
+        "g (float[B,1,M,K] a, float[Hd,K,N] b, float[M,K] c, float[N,K] d) => (float y, float z) {"
+        " y = MatMul(a, b)"
+        " z = Gemm<transB = 1>(c, d) }",
+        [{"a": (2, 1, 3, 4), "b": (5, 4, 6), "c": (3, 4), "d": (6, 4)},
+         {"a": (1, 1, 1, 2), "b": (1, 2, 1), "c": (1, 2), "d": (1, 2)}], (),
+    ),
+    "topk_computed_k_argmax": (
+        "g (float[N,S] x) => (float v, int64 i, int64 a) <int64[1] two = {2}> {"
+        " s = Shape<start = 1>(x)"
+        " k = Div(s, two)"
+        " v, i = TopK<axis = 1>(x, k)"
+        " a = ArgMax<axis = 1, keepdims = 0>(x) }",
+        [{"x": (1, 4)}, {"x": (3, 7)}, {"x": (2, 1)}], (),
+    ),
+    "gather_elements_nd": (
+        "g (float[N,D] x, int64[N,K] ie, float[B,P,Q] y, int64[B,R,1] ind) => (float ge, float gn) {"
+        " ge = GatherElements<axis = 1>(x, ie)"
+        " gn = GatherND<batch_dims = 1>(y, ind) }",
+        [{"x": (2, 5), "ie": (2, 3), "y": (2, 4, 3), "ind": (2, 6, 1)},
+         {"x": (1, 1), "ie": (1, 2), "y": (1, 1, 2), "ind": (1, 1, 1)}], (),
+    ),
+    "einsum": (
+        "g (float[B,I,J] a, float[B,J,K] b, float[I,J] c, float[J,K] d) => (float y, float z, float w) {"
+        " y = Einsum<equation = \"bij,bjk->bik\">(a, b)"
+        " z = Einsum<equation = \"ij,jk\">(c, d)"
+        " w = Einsum<equation = \"...ij,...jk->...ik\">(a, b) }",
+        [{"a": (2, 3, 4), "b": (2, 4, 5), "c": (3, 4), "d": (4, 5)},
+         {"a": (1, 1, 2), "b": (1, 2, 1), "c": (1, 2), "d": (2, 1)}], (),
+    ),
+    "depth_space": (
+        "g (float[N,C,H,W] x) => (float y, float z) {"
+        " y = DepthToSpace<blocksize = 2>(x)"
+        " z = SpaceToDepth<blocksize = 2>(y) }",
+        [{"x": (1, 4, 2, 3)}, {"x": (2, 8, 1, 1)}], (),
+    ),
+    "onehot_nonzero": (
+        "g (int64[N,S] x) => (float o, int64 nz) <int64 depth = {5}, float[2] vals = {0.0, 1.0}> {"
+        " o = OneHot<axis = 1>(x, depth, vals)"
+        " nz = NonZero(x) }",
+        [{"x": (2, 3)}, {"x": (1, 1)}], ("nz",),
+    ),
+    "layer_norm_outputs": (
+        "g (float[N,S,D] x, float[D] sc) => (float y, float m, float r) {"
+        " y, m, r = LayerNormalization<axis = -1>(x, sc) }",
+        [{"x": (2, 3, 4), "sc": (4,)}, {"x": (1, 1, 2), "sc": (2,)}], (),
+    ),
+}
+
+
+def _feed(model, shapes, rng):
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name not in shapes:
+            continue
+        elem = vi.type.tensor_type.elem_type
+        if elem == 7:  # int64: valid indices for the gathers (small non-negative)
+            feeds[vi.name] = rng.integers(0, 1, shapes[vi.name]).astype(np.int64)
+        else:
+            feeds[vi.name] = rng.standard_normal(shapes[vi.name]).astype(np.float32)
+    return feeds
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_rule_against_onnxruntime(name):
+    ort = pytest.importorskip("onnxruntime")
+    text, runs, may_be_unknown = CASES[name]
+    model = parser.parse_model(H + text)
+    result = shapeinfer.infer(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    outputs = [o.name for o in model.graph.output]
+    for out in outputs:
+        if out not in may_be_unknown:
+            assert result.classify(out) != "unknown", (out, result.shape_strs(out))
+    rng = np.random.default_rng(0)
+    for shapes in runs:
+        binding = {}
+        for vi in model.graph.input:
+            for d, size in zip(vi.type.tensor_type.shape.dim, shapes.get(vi.name, ())):
+                if d.dim_param:
+                    binding[d.dim_param] = size
+        values = sess.run(outputs, _feed(model, shapes, rng))
+        for out, arr in zip(outputs, values):
+            dims = result.shape(out)
+            assert dims is not None and len(dims) == arr.ndim, (out, result.shape_strs(out), arr.shape)
+            for d, size in zip(dims, arr.shape):
+                if result.is_unknown_dim(d):
+                    continue
+                assert evaluate_shape([d], binding) == (size,), (out, result.shape_strs(out), arr.shape, binding)
