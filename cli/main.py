@@ -141,12 +141,78 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
             click.echo(f"annotated model written to {output}")
 
 
+def _names(value):
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+@cli.command("optimize")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=True))
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False), help="Where to write the optimised model.")
+@click.option("--passes", "passes", metavar="P1,P2", help="Run only these passes (comma-separated).")
+@click.option("--skip", "skip", metavar="P1,P2", help="Do not run these passes.")
+@click.option("--explain", is_flag=True, help="List each Reshape/Expand/Tile that was kept and why.")
+@click.option("--verify", "do_verify", is_flag=True, help="Run both models on random inputs at 3 bindings; exit 1 on any difference.")
+@click.option("--fold-budget", "fold_budget", type=click.IntRange(min=0), default=None, metavar="BYTES",
+              help="Largest folded constant allowed beyond its inputs' size (default 16384).")
+@click.option("--assume-nonempty", is_flag=True, help="Assume no tensor is empty (allows more rewrites); reported.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budget, assume_nonempty, as_json):
+    """Simplify MODEL (constant folding, Reshape/Expand/Tile rewrites) and write it to OUTPUT."""
+    import time
+
+    import shapeinfer
+    from shapeinfer.external import relocate_external_data
+    from shapeinfer.fold.folder import DEFAULT_BUDGET_BYTES
+    from shapeinfer.optimizer import DEFAULT_PASSES, OptimizeReport, optimize
+
+    from .render import render_optimize
+
+    if os.path.abspath(output) == os.path.abspath(model_path):
+        raise click.BadParameter("refusing to overwrite the input model", param_hint="-o")
+    from shapeinfer.passes import REGISTRY
+
+    for name in (_names(passes) or []) + (_names(skip) or []):
+        if name not in REGISTRY:
+            raise click.BadParameter(f"unknown pass {name!r} (passes: {', '.join(DEFAULT_PASSES)})", param_hint="--passes/--skip")
+    model = shapeinfer.load_model(model_path)
+    started = time.monotonic()
+
+    def progress(msg):
+        if time.monotonic() - started > 1.0 and not as_json:
+            click.echo(f"  ... {msg}", err=True)
+
+    report = OptimizeReport()
+    optimized = optimize(model, passes=_names(passes), skip=_names(skip) or (),
+                         fold_budget=DEFAULT_BUDGET_BYTES if fold_budget is None else fold_budget,
+                         assume_nonempty=assume_nonempty, progress=progress, report=report)
+    verdict = None
+    if do_verify:
+        from shapeinfer.verify import verify
+
+        verdict = verify(model, optimized)
+    if verdict is not None and not verdict.ok:
+        click.echo(render_optimize(report, model_path, output, explain, verdict) if not as_json else json.dumps(
+            {**report.as_dict(), "verify": [[b, r] for b, r in verdict.runs]}, indent=2))
+        raise SystemExit(EXIT_INVALID_MODEL)
+    relocate_external_data(optimized, os.path.dirname(os.path.abspath(model_path)), os.path.dirname(os.path.abspath(output)))
+    write_model_atomically(optimized, output)
+    if as_json:
+        data = report.as_dict()
+        if verdict is not None:
+            data["verify"] = [[b, r] for b, r in verdict.runs]
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(render_optimize(report, model_path, output, explain, verdict))
+
+
 def main(argv=None) -> int:
     """Entry point: run the CLI, turning every error into one line and an exit code."""
     from shapeinfer.errors import ModelLoadError, ShapeInferenceError
 
     try:
         cli.main(args=argv, prog_name="shapeinfer", standalone_mode=False)
+    except SystemExit as e:
+        return int(e.code or 0)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
@@ -160,6 +226,9 @@ def main(argv=None) -> int:
         click.echo(f"error: invalid model: {e}", err=True)
         return EXIT_INVALID_MODEL
     except ModelLoadError as e:
+        click.echo(f"error: {e}", err=True)
+        return EXIT_USAGE
+    except ValueError as e:  # e.g. an unknown pass name given through the API path
         click.echo(f"error: {e}", err=True)
         return EXIT_USAGE
     except OSError as e:

@@ -69,3 +69,31 @@ def render_table(result, model_path: str, all_tensors: bool = False) -> str:
     for d in result.diagnostics:
         out.append(str(d))
     return "\n".join(out)
+
+
+def render_optimize(report, model_path: str, output: str, explain: bool, verdict=None) -> str:
+    rows = []
+    for key in report.before:
+        a, b = report.before[key], report.after.get(key, "")
+        rows.append((key.replace("_", " "), a, b))
+    out = [f"optimize: {model_path} -> {output}  ({report.rounds} rounds, {report.seconds:.2f} s)", ""]
+    out.extend(_table(rows, ("", "before", "after")))
+    out.append("")
+    for name, changes in report.changes.items():
+        out.append(f"{name}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
+        for c in changes[:20]:
+            out.append(f"  {c}")
+        if len(changes) > 20:
+            out.append(f"  ... and {len(changes) - 20} more")
+    if explain:
+        out.append("")
+        out.append("kept Reshape/Expand/Tile")
+        out.extend(f"  {n} ({op}): {why}" for n, op, why in report.kept) if report.kept else out.append("  (none left)")
+    for a in report.assumptions:
+        out.append(f"assumption: {a}")
+    if verdict is not None:
+        out.append("")
+        out.append(f"verify ({verdict.engine}): " + ("outputs identical" if verdict.ok else "DIFFERENCES FOUND"))
+        for binding, outcome in verdict.runs:
+            out.append(f"  {binding or '(static)'}: {outcome}")
+    return "\n".join(out)

@@ -7,6 +7,13 @@ returns the structured result (each tensor's dims as expressions, and the diagno
 from .api import InferenceResult, annotate, infer, infer_shapes, load_model
 from .errors import ModelLoadError, ShapeInferenceError
 
+
+def optimize(model, **options):
+    """The optimised model; see shapeinfer.optimizer.optimize for the options."""
+    from .optimizer import optimize as _optimize
+
+    return _optimize(model, **options)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -17,5 +24,6 @@ __all__ = [
     "infer",
     "infer_shapes",
     "load_model",
+    "optimize",
     "__version__",
 ]

@@ -1,0 +1,1 @@
+"""Constant folding: NumPy kernels (exact for every dtype), onnx.reference for the rest."""

@@ -1,0 +1,156 @@
+"""Folding one node whose inputs are all constants: NumPy kernels first, else onnx.reference.
+
+Values keep their exact element type: constants are read with ``onnx.numpy_helper`` (through
+the TensorProto onnx-graphsurgeon keeps for them, so bfloat16/float8/int4 stay what they are)
+and written back the same way. Non-deterministic ops are never folded, and nothing is folded
+whose output would be much larger than its inputs (the budget).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .kernels import KERNELS, FoldError
+
+NONDETERMINISTIC = frozenset(
+    {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
+)
+# Ops whose folding changes nothing useful or whose outputs are not plain tensors.
+NEVER_FOLD = frozenset({"SequenceConstruct", "SequenceEmpty", "Optional"})
+
+DEFAULT_BUDGET_BYTES = 16 * 1024
+
+
+def constant_array(tensor) -> np.ndarray:
+    """The exact values of a onnx-graphsurgeon Constant."""
+    from onnx_graphsurgeon.ir.tensor import LazyValues
+
+    values = tensor._values
+    if isinstance(values, LazyValues):
+        return numpy_helper.to_array(values.tensor)
+    return np.asarray(values)
+
+
+def constant_values(arr: np.ndarray, name: str):
+    """LazyValues holding arr exactly (its TensorProto is what gets exported)."""
+    from onnx_graphsurgeon.ir.tensor import LazyValues
+
+    # (np.ascontiguousarray would turn a 0-d array into a 1-d one)
+    return LazyValues(numpy_helper.from_array(np.array(arr, copy=True, order="C") if arr.dtype != object else arr, name))
+
+
+def nbytes(arr: np.ndarray) -> int:
+    if arr.dtype == object:
+        return sum(len(v) if isinstance(v, (bytes, str)) else 8 for v in arr.reshape(-1))
+    return int(arr.size * max(arr.dtype.itemsize, 1))
+
+
+def within_budget(outputs, inputs, budget: int, op: str = "") -> bool:
+    """An output may be as large as all inputs together, or as the budget, not more.
+    (A Constant node only moves its value into an initializer: always within.)"""
+    if op == "Constant":
+        return True
+    in_bytes = sum(nbytes(a) for a in inputs if a is not None)
+    return all(nbytes(o) <= max(in_bytes, budget) for o in outputs)
+
+
+def _attrs(node) -> dict:
+    out = {}
+    for k, v in node.attrs.items():
+        if hasattr(v, "values") and not isinstance(v, (list, tuple, dict)):
+            try:
+                v = constant_array(v)
+            except Exception:
+                pass
+        out[k] = v
+    return out
+
+
+def outer_variables(node) -> list:
+    """Non-constant tensors of the enclosing graphs that node's subgraphs read. A node with
+    any cannot be folded (constants are exported with the subgraph that reads them)."""
+    import onnx_graphsurgeon as gs
+
+    found: dict = {}
+
+    def visit(graph, enclosing: frozenset):
+        local = set(enclosing) | {t.name for t in graph.inputs}
+        for n in graph.nodes:
+            local.update(t.name for t in n.outputs)
+        for n in graph.nodes:
+            for t in n.inputs:
+                if not t.is_empty() and t.name not in local and not isinstance(t, gs.Constant):
+                    found.setdefault(t.name, t)
+            for v in n.attrs.values():
+                if isinstance(v, gs.Graph):
+                    visit(v, frozenset(local))  # a nested body sees this body's tensors
+        for t in graph.outputs:  # a body may return an outer tensor as it is
+            if t.name not in local and not isinstance(t, gs.Constant):
+                found.setdefault(t.name, t)
+
+    for v in node.attrs.values():
+        if isinstance(v, gs.Graph):
+            visit(v, frozenset())
+    return list(found.values())
+
+
+def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int) -> Optional[list]:
+    """Output arrays of node for constant inputs, or None when it cannot (or must not) be folded.
+
+    Raises FoldError when the inputs break the op's rule."""
+    if node.op in NONDETERMINISTIC or node.op in NEVER_FOLD:
+        return None
+    fn = KERNELS.get(node.op) if node.domain in (None, "", "ai.onnx") else None
+    if fn is not None:
+        try:
+            return fn(_attrs(node), inputs, version)
+        except FoldError:
+            raise
+        except Exception:
+            pass  # an attribute form the kernel does not read: let the reference evaluator try
+    return _fold_with_reference(node, inputs, opsets, ir_version)
+
+
+def _fold_with_reference(node, inputs: list, opsets: dict, ir_version: int) -> Optional[list]:
+    from onnx.reference import ReferenceEvaluator
+    from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
+
+    try:
+        proto = OnnxExporter.export_node(node)
+    except Exception:
+        return None
+    feeds = {}
+    graph_inputs = []
+    for t, arr in zip(node.inputs, inputs):
+        if t.is_empty() or arr is None or t.name in feeds:
+            continue
+        try:
+            elem = helper.np_dtype_to_tensor_dtype(arr.dtype) if arr.dtype != object else onnx.TensorProto.STRING
+        except Exception:
+            return None
+        graph_inputs.append(helper.make_tensor_value_info(t.name, elem, list(arr.shape)))
+        feeds[t.name] = arr
+    outputs = [helper.make_empty_tensor_value_info(t.name) for t in node.outputs]
+    graph = helper.make_graph([proto], "fold", graph_inputs, outputs)
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()],
+        ir_version=ir_version,
+    )
+    try:
+        results = ReferenceEvaluator(model).run(None, feeds)
+    except Exception:
+        return None
+    out = []
+    for r in results:
+        if not isinstance(r, np.ndarray):
+            if np.isscalar(r):
+                r = np.asarray(r)
+            else:
+                return None  # a sequence, map or optional: not a constant tensor
+        out.append(r)
+    return out

@@ -1,0 +1,137 @@
+"""``shapeinfer.optimize``: run the passes to a fixed point and return the optimised model.
+
+Each round exports the onnx-graphsurgeon graph, infers it (strictly, or with the opt-in
+``assume_nonempty``), runs every selected pass, then removes dead nodes and sorts the graph.
+The model's opset imports, IR version, metadata, doc strings, model-local functions and
+external data references are kept.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import onnx
+from onnx import ModelProto
+
+from .api import infer
+from .fold.folder import DEFAULT_BUDGET_BYTES
+from .passes import REGISTRY
+from .passes.base import PassContext
+
+DEFAULT_PASSES = ("fold-constants", "remove-noop", "constant-shapes", "collapse-reshapes", "tile-to-expand")
+COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
+
+
+@dataclass
+class OptimizeReport:
+    before: dict = field(default_factory=dict)
+    after: dict = field(default_factory=dict)
+    changes: dict = field(default_factory=dict)  # pass name -> [what]
+    kept: list = field(default_factory=list)  # (node, op, reason) for Reshape/Expand/Tile left
+    rounds: int = 0
+    seconds: float = 0.0
+    assumptions: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "before": self.before, "after": self.after, "changes": self.changes,
+            "kept": [{"node": n, "op": o, "reason": r} for n, o, r in self.kept],
+            "rounds": self.rounds, "seconds": round(self.seconds, 3), "assumptions": self.assumptions,
+        }
+
+
+def model_stats(model: ModelProto, result=None) -> dict:
+    ops = Counter(n.op_type for n in model.graph.node)
+    stats = {"nodes": len(model.graph.node)}
+    stats.update({op: ops.get(op, 0) for op in COUNTED_OPS})
+    init = {t.name for t in model.graph.initializer}
+    consts = {o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
+    stats["computed_reshape_shapes"] = sum(
+        1 for n in model.graph.node
+        if n.op_type in ("Reshape", "Expand") and len(n.input) > 1 and n.input[1] not in init and n.input[1] not in consts
+    )
+    stats["bytes"] = model.ByteSize()
+    return stats
+
+
+def _copy_model_meta(src: ModelProto, graph_model: ModelProto) -> ModelProto:
+    out = ModelProto()
+    out.CopyFrom(src)
+    out.graph.CopyFrom(graph_model.graph)
+    del out.opset_import[:]
+    out.opset_import.extend(src.opset_import)
+    return out
+
+
+def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_BYTES,
+             assume_nonempty: bool = False, max_rounds: int = 8,
+             progress: Optional[Callable[[str], None]] = None, report: Optional[OptimizeReport] = None) -> ModelProto:
+    """The optimised model (a new ModelProto; the one given is not changed).
+
+    ``passes`` selects passes by name (default: all, in DEFAULT_PASSES order), ``skip`` removes
+    some; ``fold_budget`` bounds how large a folded constant may grow beyond its inputs;
+    ``report`` (an OptimizeReport) receives the before/after counts and what each pass did."""
+    import onnx_graphsurgeon as gs
+
+    from onnx_graphsurgeon.logger import G_LOGGER
+
+    G_LOGGER.severity = G_LOGGER.ERROR  # its warnings (and its hint to install colors) are not ours
+    t0 = time.perf_counter()
+    src = model if isinstance(model, ModelProto) else onnx.load(model)
+    report = report if report is not None else OptimizeReport()
+    report.before = model_stats(src)
+    names = list(passes) if passes else list(DEFAULT_PASSES)
+    unknown = [n for n in list(names) + list(skip) if n not in REGISTRY]
+    if unknown:
+        raise ValueError(f"unknown pass {unknown[0]!r}; passes: {', '.join(DEFAULT_PASSES)}")
+    selected = [REGISTRY[n]() for n in names if n not in set(skip)]
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
+    graph = gs.import_onnx(src)
+    graph_outputs = {t.name for t in graph.outputs}
+    current = src
+    for round_no in range(1, max_rounds + 1):
+        report.rounds = round_no
+        if progress:
+            progress(f"round {round_no}: inferring {len(graph.nodes)} nodes")
+        facts = infer(current, assume_nonempty=assume_nonempty)
+        ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
+                          fold_budget=fold_budget, graph_outputs=graph_outputs)
+        changed = 0
+        kept = []
+        for p in selected:
+            if progress:
+                progress(f"round {round_no}: {p.name}")
+            res = p.run(ctx)
+            changed += res.changed
+            report.changes.setdefault(p.name, []).extend(res.changes)
+            kept.extend(res.declined)
+        graph.cleanup(remove_unused_graph_inputs=False).toposort()
+        current = _copy_model_meta(src, gs.export_onnx(graph, do_type_check=False))
+        report.kept = [k for k in kept if k[1] in ("Reshape", "Expand", "Tile")]
+        if not changed:
+            break
+    if assume_nonempty:
+        report.assumptions = ["no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)"]
+    final = infer(current, assume_nonempty=assume_nonempty)
+    report.kept = _kept_reasons(current, report.kept)
+    report.after = model_stats(current, final)
+    report.seconds = time.perf_counter() - t0
+    return current
+
+
+def _kept_reasons(model: ModelProto, declined: list) -> list:
+    """The latest reason for each Reshape/Expand/Tile still in the model."""
+    present = {(n.name or "<unnamed>", n.op_type) for n in model.graph.node if n.op_type in ("Reshape", "Expand", "Tile")}
+    reasons: dict = {}
+    for name, op, why in declined:
+        if (name, op) in present:
+            reasons[(name, op)] = why
+    out = []
+    for n in model.graph.node:
+        key = (n.name or "<unnamed>", n.op_type)
+        if key in present:
+            out.append((key[0], key[1], reasons.get(key, "nothing provably simpler was found")))
+    return out

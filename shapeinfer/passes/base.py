@@ -1,0 +1,74 @@
+"""The pass contract and the pass manager.
+
+A pass is a class with a ``name`` and ``run(ctx) -> PassResult``. It edits ``ctx.graph`` (an
+onnx-graphsurgeon graph) in place, using ``ctx.facts`` (shapeinfer's inference of the graph as
+it was when the round started) to decide what is provably safe. Its result says whether it
+changed anything, what, and -- for the nodes it looked at and left alone -- why.
+
+The manager runs the passes in order, then exports the graph, re-infers and runs them again,
+until a round changes nothing (or a round limit is hit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+
+@dataclass
+class PassResult:
+    changed: int = 0
+    changes: list = field(default_factory=list)  # "node (op): what was done"
+    declined: list = field(default_factory=list)  # (node name, op, reason)
+
+    def change(self, node, what: str) -> None:
+        self.changed += 1
+        self.changes.append(f"{node.name or '<unnamed>'} ({node.op}): {what}")
+
+    def decline(self, node, reason: str) -> None:
+        self.declined.append((node.name or "<unnamed>", node.op, reason))
+
+
+@dataclass
+class PassContext:
+    graph: object  # onnx_graphsurgeon.Graph
+    facts: object  # shapeinfer.InferenceResult for the graph as exported at the round's start
+    opsets: dict
+    ir_version: int
+    fold_budget: int
+    graph_outputs: set  # names of the main graph's outputs (must keep their names)
+
+    def shape(self, tensor) -> Optional[tuple]:
+        return self.facts.shape(tensor.name)
+
+    def is_unknown(self, d) -> bool:
+        return self.facts.is_unknown_dim(d)
+
+
+class Pass:
+    """Base class: subclasses set ``name`` and implement ``run``."""
+
+    name = "pass"
+    description = ""
+
+    def run(self, ctx: PassContext) -> PassResult:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+REGISTRY: dict = {}
+
+
+def register(cls):
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def replace_uses(graph, old, new) -> None:
+    """Make every consumer of tensor ``old`` read ``new`` instead (subgraphs included)."""
+    for node in list(old.outputs):
+        for i, t in enumerate(node.inputs):
+            if t is old:
+                node.inputs[i] = new
+
+
+ProgressFn = Optional[Callable[[str], None]]

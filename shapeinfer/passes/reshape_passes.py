@@ -1,0 +1,170 @@
+"""The Reshape/Expand/Tile rewrites. Each decides from inference facts and says why it declines.
+
+- ``remove-noop``: a Reshape, Expand or Tile whose output shape provably equals its input shape
+  (Tile: every repeat 1) is bypassed -- its consumers read its input.
+- ``constant-shapes``: a Reshape or Expand whose shape is computed at run time gets a constant
+  one -- ``0`` where the output dim is the input dim, the int where it is one, at most one
+  ``-1`` (only beside dims provably at least 1) -- and the shape subgraph is left dead.
+- ``collapse-reshapes``: Reshape/Flatten/Squeeze/Unsqueeze feeding a Reshape become one Reshape
+  of the first input, its shape resolved against that input (so a ``0`` copies the right dim
+  and ``allowzero`` keeps its meaning).
+- ``tile-to-expand``: a Tile whose every repeated axis is provably of size 1 becomes an Expand.
+
+A node whose output is a graph output is kept (the output's name must stay).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_graphsurgeon as gs
+
+from ..fold.folder import constant_array, constant_values
+from .base import Pass, PassResult, register, replace_uses
+from .specs import expand_spec, reshape_spec, same_shape
+
+RESHAPE_LIKE = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+
+
+def _const_input(ctx, node, i):
+    if i >= len(node.inputs) or node.inputs[i].is_empty() or not isinstance(node.inputs[i], gs.Constant):
+        return None
+    return constant_array(node.inputs[i])
+
+
+def _new_const(graph, base: str, values) -> gs.Constant:
+    names = graph.tensors()
+    name, k = base, 0
+    while name in names:
+        k += 1
+        name = f"{base}_{k}"
+    return gs.Constant(name, constant_values(np.asarray(values, dtype=np.int64), name))
+
+
+def _bypass(ctx, node, result, why):
+    out = node.outputs[0]
+    if out.name in ctx.graph_outputs:
+        result.decline(node, f"{why}, but its output is a graph output")
+        return
+    replace_uses(ctx.graph, out, node.inputs[0])
+    node.outputs.clear()
+    result.change(node, f"removed: {why}")
+
+
+@register
+class RemoveNoopPass(Pass):
+    name = "remove-noop"
+    description = "bypass Reshape/Expand/Tile whose output shape equals the input shape"
+
+    def run(self, ctx) -> PassResult:
+        result = PassResult()
+        for node in list(ctx.graph.nodes):
+            if node.op not in ("Reshape", "Expand", "Tile") or not node.outputs or not node.inputs:
+                continue
+            if node.op == "Tile":
+                reps = _const_input(ctx, node, 1)
+                if reps is not None and reps.size and np.all(reps == 1):
+                    _bypass(ctx, node, result, "all repeats are 1")
+                continue
+            a, b = ctx.shape(node.inputs[0]), ctx.shape(node.outputs[0])
+            if same_shape(a, b) and not any(ctx.is_unknown(d) for d in b):
+                _bypass(ctx, node, result, "the output shape equals the input shape")
+        return result
+
+
+@register
+class ConstantShapesPass(Pass):
+    name = "constant-shapes"
+    description = "give Reshape/Expand with a computed shape a constant one (0 / -1 form)"
+
+    def run(self, ctx) -> PassResult:
+        result = PassResult()
+        for node in list(ctx.graph.nodes):
+            if node.op not in ("Reshape", "Expand") or len(node.inputs) < 2 or not node.outputs:
+                continue
+            if isinstance(node.inputs[1], gs.Constant):
+                continue
+            a, b = ctx.shape(node.inputs[0]), ctx.shape(node.outputs[0])
+            if a is None or b is None or any(ctx.is_unknown(d) for d in b):
+                result.decline(node, "its computed shape is kept: the output shape is not known in input dims")
+                continue
+            if node.op == "Reshape":
+                spec, why = reshape_spec(a, b)
+                if spec is not None and node.attrs.get("allowzero", 0) and 0 in spec:
+                    node.attrs["allowzero"] = 0  # the new shape is written for allowzero=0
+            else:
+                spec, why = expand_spec(a, b)
+            if spec is None:
+                result.decline(node, f"its computed shape is kept: {why}")
+                continue
+            node.inputs[1] = _new_const(ctx.graph, f"{node.name or node.op}_shape", list(spec))
+            result.change(node, f"computed shape replaced by constant {list(spec)}")
+        return result
+
+
+@register
+class CollapseReshapesPass(Pass):
+    name = "collapse-reshapes"
+    description = "merge Reshape/Flatten/Squeeze/Unsqueeze chains into one Reshape"
+
+    def run(self, ctx) -> PassResult:
+        result = PassResult()
+        for node in list(ctx.graph.nodes):
+            if node.op != "Reshape" or not node.outputs or len(node.inputs) < 2:
+                continue
+            inner_out = node.inputs[0]
+            if len(inner_out.inputs) != 1:
+                continue
+            inner = inner_out.inputs[0]
+            if inner.op not in RESHAPE_LIKE or not inner.inputs:
+                continue
+            src = inner.inputs[0]
+            a, b = ctx.shape(src), ctx.shape(node.outputs[0])
+            if a is None or b is None or any(ctx.is_unknown(d) for d in b):
+                result.decline(node, f"kept after {inner.op}: the output shape is not known in input dims")
+                continue
+            spec, why = reshape_spec(a, b)
+            if spec is None:
+                result.decline(node, f"kept after {inner.op}: {why}")
+                continue
+            node.inputs[0] = src
+            node.inputs[1] = _new_const(ctx.graph, f"{node.name or 'Reshape'}_shape", list(spec))
+            node.attrs.pop("allowzero", None)
+            result.change(node, f"merged with {inner.name or inner.op} ({inner.op}): Reshape of its input to {list(spec)}")
+        return result
+
+
+@register
+class TileToExpandPass(Pass):
+    name = "tile-to-expand"
+    description = "Tile whose every repeated axis has size 1 becomes Expand"
+
+    def run(self, ctx) -> PassResult:
+        result = PassResult()
+        for node in list(ctx.graph.nodes):
+            if node.op != "Tile" or not node.outputs or len(node.inputs) != 2:
+                continue
+            if ctx.opsets.get("", 0) < 8:
+                result.decline(node, "kept: Expand needs opset 8")
+                continue
+            reps = _const_input(ctx, node, 1)
+            if reps is not None:
+                entries = [int(r) for r in reps.reshape(-1)]
+            else:  # computed repeats: what inference knows of their value
+                fact = ctx.facts.fact(node.inputs[1].name)
+                entries = None if fact is None or fact.value is None else [
+                    e if isinstance(e, int) else None for e in fact.value.reshape(-1).tolist()]
+            a = ctx.shape(node.inputs[0])
+            if a is None or entries is None or len(a) != len(entries):
+                result.decline(node, "kept: the input rank or the repeats' length is not known")
+                continue
+            bad = [(i, d) for i, (d, r) in enumerate(zip(a, entries)) if r != 1 and d != 1]
+            if bad:
+                i, d = bad[0]
+                result.decline(node, f"kept: axis {i} is repeated but has size {d}, not provably 1")
+                continue
+            node.op = "Expand"
+            if reps is not None:
+                node.inputs[1] = _new_const(ctx.graph, f"{node.name or 'Tile'}_expand_shape", entries)
+            # (computed repeats serve as the Expand target as they are: 1 keeps a dim)
+            result.change(node, "became Expand (every repeated axis has size 1)")
+        return result
