@@ -58,11 +58,20 @@ def model_stats(model: ModelProto, result=None) -> dict:
 
 
 def _copy_model_meta(src: ModelProto, graph_model: ModelProto) -> ModelProto:
+    """The exported graph inside a copy of the source model (opsets, metadata, functions...).
+
+    Graph inputs and outputs keep their declared types (onnx-graphsurgeon writes an unknown
+    shape as rank 0), and value_info is dropped: it described the graph before the rewrites."""
     out = ModelProto()
     out.CopyFrom(src)
     out.graph.CopyFrom(graph_model.graph)
     del out.opset_import[:]
     out.opset_import.extend(src.opset_import)
+    declared = {vi.name: vi for vi in list(src.graph.input) + list(src.graph.output)}
+    for vi in list(out.graph.input) + list(out.graph.output):
+        if vi.name in declared:
+            vi.type.CopyFrom(declared[vi.name].type)
+    out.graph.ClearField("value_info")
     return out
 
 

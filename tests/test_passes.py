@@ -1,0 +1,219 @@
+"""Each pass, where it must rewrite and where it must not, checked by running the original and
+the optimised model (onnxruntime) at several input sizes, 0 and 1 among them where valid."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import parser
+
+import shapeinfer
+from shapeinfer.optimizer import OptimizeReport
+from shapeinfer.verify import verify
+
+H = '<ir_version: 9, opset_import: ["" : 18]>\n'
+
+
+def _optimize(text, **kw):
+    model = parser.parse_model(H + text)
+    for o in model.graph.output:  # the text syntax's "float y" declares a scalar: infer it instead
+        o.type.tensor_type.ClearField("shape")
+    model = shapeinfer.infer_shapes(model)
+    del model.graph.value_info[:]
+    report = OptimizeReport()
+    out = shapeinfer.optimize(model, report=report, **kw)
+    onnx.checker.check_model(out, full_check=True)
+    return model, out, report
+
+
+def _ops(model):
+    return [n.op_type for n in model.graph.node]
+
+
+def _check_same(model, out, bindings):
+    pytest.importorskip("onnxruntime")
+    v = verify(model, out, bindings=bindings)
+    assert v.ok and v.compared == len(bindings), v.runs
+
+
+# ---------------------------------------------------------------- regressions from the issue
+
+
+def test_reshape_of_reshape_resolves_zero_against_the_inner_output():
+    """onnxoptimizer turns this into Reshape(X, [0,-1]) -> (6,4); the right answer is (2,12)."""
+    model, out, report = _optimize(
+        "g (float[6,4] x) => (float y) <int64[2] s1 = {2, -1}, int64[2] s2 = {0, -1}> {"
+        " t = Reshape(x, s1)  y = Reshape(t, s2) }")
+    assert _ops(out) == ["Reshape"]
+    _check_same(model, out, [{}])
+    r = shapeinfer.infer(out)
+    assert r.shape_strs("y") == ["2", "12"]
+
+
+def test_expand_of_a_small_constant_is_not_folded_into_a_huge_one():
+    """Mul(X, Expand(c[1,1024] -> [1024,1024])) stays small (others make a 4 MiB constant)."""
+    model, out, report = _optimize(
+        "g (float[1024,1024] x) => (float y) <float[1,1024] c = {" + ",".join(["1.5"] * 1024) + "},"
+        " int64[2] s = {1024, 1024}> { e = Expand(c, s)  y = Mul(x, e) }")
+    assert out.ByteSize() < 64 * 1024
+    assert "Expand" in _ops(out)
+    assert any("budget" in why for _, _, why in report.kept), report.kept
+
+
+def test_random_ops_are_never_folded():
+    model, out, _ = _optimize(
+        "g (float[2] x) => (float y) { r = RandomNormal<shape = [2], seed = 1.0>()  y = Add(x, r) }")
+    assert "RandomNormal" in _ops(out)
+
+
+# ---------------------------------------------------------------- tile-to-expand / remove-noop
+
+
+def test_tile_over_size_one_axes_becomes_expand():
+    model, out, report = _optimize(
+        "g (float[N,1,D] x) => (float y) <int64[3] r = {1, 4, 1}> { y = Tile(x, r) }")
+    assert _ops(out) == ["Expand"]
+    _check_same(model, out, [{"N": 1, "D": 1}, {"N": 3, "D": 5}, {"N": 0, "D": 2}])
+
+
+def test_tile_with_computed_repeats_over_size_one_axis_becomes_expand():
+    model, out, report = _optimize(
+        "g (float[1,1,D] c, float[B,S] x) => (float y) <int64[1] one = {1}> {"
+        " s = Shape<end = 1>(x)  r = Concat<axis = 0>(s, one, one)  y = Tile(c, r) }")
+    assert "Tile" not in _ops(out) and "Expand" in _ops(out)
+    _check_same(model, out, [{"B": 1, "S": 1, "D": 1}, {"B": 4, "S": 2, "D": 3}, {"B": 0, "S": 2, "D": 3}])
+
+
+@pytest.mark.parametrize("dims", ["2,1", "N,1"], ids=["axis_of_size_2", "N_not_provably_1"])
+def test_tile_over_an_axis_that_may_not_be_1_is_kept(dims):
+    model, out, report = _optimize(
+        "g (float[" + dims + "] x) => (float y) <int64[2] r = {3, 1}> { y = Tile(x, r) }")
+    assert _ops(out) == ["Tile"]
+    assert any("not provably 1" in why for _, _, why in report.kept)
+    bindings = [{}] if "N" not in dims else [{"N": 1}, {"N": 2}, {"N": 0}]
+    _check_same(model, out, bindings)
+
+
+def test_tile_with_all_repeats_one_is_removed():
+    model, out, _ = _optimize(
+        "g (float[N,3] x) => (float y) <int64[2] r = {1, 1}> { t = Tile(x, r)  y = Relu(t) }")
+    assert _ops(out) == ["Relu"]
+    _check_same(model, out, [{"N": 1}, {"N": 4}, {"N": 0}])
+
+
+def test_reshape_and_expand_that_change_nothing_are_removed():
+    model, out, _ = _optimize(
+        "g (float[B,S,64] x) => (float y) <int64[3] s = {0, 0, 64}, int64[3] e = {1, 1, 64}> {"
+        " r = Reshape(x, s)  t = Expand(r, e)  y = Relu(t) }")
+    assert _ops(out) == ["Relu"]
+    _check_same(model, out, [{"B": 1, "S": 1}, {"B": 2, "S": 3}, {"B": 0, "S": 5}])
+
+
+def test_expand_whose_input_dim_might_be_1_is_kept():
+    model, out, _ = _optimize("g (float[N] x) => (float y) <int64[1] e = {3}> { t = Expand(x, e)  y = Relu(t) }")
+    assert "Expand" in _ops(out)
+    _check_same(model, out, [{"N": 1}, {"N": 3}])
+
+
+# ---------------------------------------------------------------- constant-shapes
+
+
+def test_computed_shape_with_two_dynamic_dims_becomes_constant():
+    model, out, report = _optimize(
+        "g (float[B,S,64] x) => (float y) <int64 i0 = {0}, int64 i1 = {1}, int64[1] ax = {0}, int64[2] hd = {8, 8}> {"
+        " s = Shape(x)  b = Gather(s, i0)  q = Gather(s, i1)  bu = Unsqueeze(b, ax)  qu = Unsqueeze(q, ax)"
+        " t = Concat<axis = 0>(bu, qu, hd)  y = Reshape(x, t) }")
+    assert _ops(out) == ["Reshape"]
+    assert any("[0, 0, 8, 8]" in c for c in report.changes["constant-shapes"])
+    _check_same(model, out, [{"B": 1, "S": 1}, {"B": 2, "S": 7}, {"B": 0, "S": 3}, {"B": 3, "S": 0}])
+
+
+def test_computed_shape_needing_minus_one_beside_a_possible_zero_is_kept():
+    """[B,S,64] -> [B*S, 64] via Concat(-1, 64) would be [-1, 64]: fine. But [B, S*64] with S
+    computed needs -1 beside B, which may be 0: kept (unless nonempty is assumed)."""
+    text = ("g (float[B,S,64] x) => (float y) <int64 i0 = {0}, int64 i1 = {1}, int64[1] ax = {0}, int64[1] c64 = {64}> {"
+            " s = Shape(x)  b = Gather(s, i0)  q = Gather(s, i1)  m = Mul(q, c64)  bu = Unsqueeze(b, ax)"
+            " t = Concat<axis = 0>(bu, m)  y = Reshape(x, t) }")
+    model, out, report = _optimize(text)
+    assert "Shape" in _ops(out)
+    assert any("may be 0" in why for _, _, why in report.kept)
+    _check_same(model, out, [{"B": 1, "S": 1}, {"B": 2, "S": 3}, {"B": 0, "S": 3}])
+    model, out2, report2 = _optimize(text, assume_nonempty=True)
+    assert _ops(out2) == ["Reshape"] and report2.assumptions
+    _check_same(model, out2, [{"B": 1, "S": 1}, {"B": 2, "S": 3}])
+
+
+def test_allowzero_reshape_with_computed_zero_is_not_given_a_copying_zero():
+    model, out, report = _optimize(
+        "g (float[A,B] x, float[Z] z) => (float y) {"
+        " s = Shape(z)  e = Shape(x)  t = Concat<axis = 0>(s, e)  y = Reshape<allowzero = 1>(x, t) }")
+    _check_same(model, out, [{"A": 2, "B": 3, "Z": 1}, {"A": 1, "B": 1, "Z": 1}])
+
+
+# ---------------------------------------------------------------- collapse-reshapes
+
+
+def test_flatten_then_reshape_collapses():
+    model, out, report = _optimize(
+        "g (float[B,4,6] x) => (float y) <int64[3] s = {0, 2, 12}> { f = Flatten(x)  y = Reshape(f, s) }")
+    assert _ops(out) == ["Reshape"]
+    _check_same(model, out, [{"B": 1}, {"B": 3}, {"B": 0}])
+
+
+def test_reshape_chain_with_allowzero_zero_is_not_collapsed_wrongly():
+    """x[2,0] -> [0,2] (allowzero: a literal 0) -> [0,5] (0 copies the *inner* 0): [0,5].
+    Reshape(x, [0,5]) would copy 2 and fail; the pass must decline."""
+    model, out, report = _optimize(
+        "g (float[2,0] x) => (float y) <int64[2] s1 = {0, 2}, int64[2] s2 = {0, 5}> {"
+        " t = Reshape<allowzero = 1>(x, s1)  y = Reshape(t, s2) }")
+    _check_same(model, out, [{}])
+    assert shapeinfer.infer(out).shape_strs("y") == ["0", "5"]
+
+
+# ---------------------------------------------------------------- folding
+
+
+def test_shape_of_static_tensor_folds_and_feeds_a_constant_reshape():
+    model, out, report = _optimize(
+        "g (float[2,3,4] x) => (float y) <int64[1] m1 = {-1}> {"
+        " s = Shape(x)  a = Slice(s, m1, m1)  y = Reshape(x, s) }")
+    assert "Shape" not in _ops(out)
+    _check_same(model, out, [{}])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8e4m3fn", "int4", "uint4", "string", "float16", "complex64", "bool"])
+def test_folding_is_bit_exact_for_odd_dtypes(dtype):
+    from onnx import TensorProto, helper, numpy_helper
+
+    elem = {"bfloat16": TensorProto.BFLOAT16, "float8e4m3fn": TensorProto.FLOAT8E4M3FN, "int4": TensorProto.INT4,
+            "uint4": TensorProto.UINT4, "string": TensorProto.STRING, "float16": TensorProto.FLOAT16,
+            "complex64": TensorProto.COMPLEX64, "bool": TensorProto.BOOL}[dtype]
+    np_dtype = helper.tensor_dtype_to_np_dtype(elem)
+    if elem == TensorProto.STRING:
+        arr = np.array([b"a", b"bc", b"", b"d", b"e", b"f"], dtype=object).reshape(2, 3)
+    elif elem == TensorProto.BOOL:
+        arr = np.array([True, False, True, True, False, False]).reshape(2, 3)
+    else:
+        arr = np.array([0.5, -1.25, 3.0, 7.0, -2.0, 0.0], dtype=np.float32).astype(np_dtype).reshape(2, 3)
+    c = numpy_helper.from_array(arr, "c")
+    nodes = [
+        helper.make_node("Reshape", ["c", "s"], ["r"]),
+        helper.make_node("Tile", ["r", "reps"], ["t"]),
+        helper.make_node("Expand", ["t", "e"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [], [helper.make_tensor_value_info("y", elem, None)],
+        [c, numpy_helper.from_array(np.array([3, 2], np.int64), "s"),
+         numpy_helper.from_array(np.array([2, 1], np.int64), "reps"),
+         numpy_helper.from_array(np.array([2, 6, 2], np.int64), "e")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    out = shapeinfer.optimize(model)
+    assert not out.graph.node
+    got = numpy_helper.to_array(next(t for t in out.graph.initializer if t.name == "y"))
+    want = np.broadcast_to(np.tile(arr.reshape(3, 2), (2, 1)), (2, 6, 2))
+    folded = next(t for t in out.graph.initializer if t.name == "y")
+    assert folded.data_type == elem
+    if elem == TensorProto.STRING:
+        as_bytes = [v if isinstance(v, bytes) else v.encode() for v in got.reshape(-1).tolist()]
+        assert as_bytes == want.reshape(-1).tolist() and got.shape == want.shape
+    else:
+        assert got.tobytes() == np.ascontiguousarray(want).tobytes()
