@@ -251,3 +251,42 @@ def test_unsorted_graph_is_walked_in_dependency_order_and_a_cycle_is_an_error():
                            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     with pytest.raises(shapeinfer.ShapeInferenceError, match="not a DAG"):
         shapeinfer.infer(helper.make_model(g2, opset_imports=[helper.make_opsetid("", 18)]))
+
+
+def test_cli_optimize(tmp_path):
+    out = tmp_path / "opt.onnx"
+    r = CliRunner().invoke(cli, ["optimize", FIXTURE, "-o", str(out), "--explain", "--verify"])
+    assert r.exit_code == 0, r.output
+    assert "computed reshape shapes" in r.output and "kept Reshape/Expand/Tile" in r.output
+    assert "verify (onnxruntime): outputs identical" in r.output
+    m = onnx.load(str(out))
+    assert len(m.graph.node) < len(onnx.load(FIXTURE).graph.node)
+    r = CliRunner().invoke(cli, ["optimize", FIXTURE, "-o", str(tmp_path / "j.onnx"), "--json", "--passes", "fold-constants"])
+    assert r.exit_code == 0
+    data = json.loads(r.output)
+    assert set(data["changes"]) == {"fold-constants"} and data["before"]["nodes"] == 41
+
+
+@pytest.mark.parametrize("args, code", [
+    (["--passes", "nope"], 2),
+    (["--skip", "nope"], 2),
+], ids=["unknown_pass", "unknown_skip"])
+def test_cli_optimize_bad_options(tmp_path, capsys, args, code):
+    out = tmp_path / "o.onnx"
+    assert main(["optimize", FIXTURE, "-o", str(out)] + args) == code
+    assert not out.exists()
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_cli_optimize_invalid_model_writes_nothing(tmp_path, capsys):
+    path = save(single_node_model("Reshape", 14, [5, 6], [np.array([4, -1], dtype=np.int64)]), tmp_path / "bad.onnx")
+    out = tmp_path / "o.onnx"
+    assert main(["optimize", path, "-o", str(out)]) == 1
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "reshape_node" in err and "Traceback" not in err
+
+
+def test_cli_optimize_help():
+    r = CliRunner().invoke(cli, ["optimize", "--help"])
+    assert r.exit_code == 0 and "--verify" in r.output
