@@ -1,9 +1,9 @@
 """``shapeinfer.optimize``: run the passes to a fixed point and return the optimised model.
 
-Each round exports the onnx-graphsurgeon graph, infers it (strictly, or with the opt-in
-``assume_nonempty``), runs every selected pass, then removes dead nodes and sorts the graph.
+Inference is strict, or uses the opt-in ``assume_nonempty`` (reported).
 The model's opset imports, IR version, metadata, doc strings, model-local functions and
-external data references are kept.
+external data references are kept. Inference runs once; the passes then repeat on the
+onnx-graphsurgeon graph until none changes anything, and dead nodes are dropped at the end.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from .fold.folder import DEFAULT_BUDGET_BYTES
 from .passes import REGISTRY
 from .passes.base import PassContext
 
-DEFAULT_PASSES = ("fold-constants", "remove-noop", "constant-shapes", "collapse-reshapes", "tile-to-expand")
+DEFAULT_PASSES = ("fold-constants", "remove-noop", "constant-shapes", "collapse-reshapes", "tile-to-expand",
+                  "reduce-broadcast", "reduce-size-one")
 COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
 
 
@@ -43,7 +44,7 @@ class OptimizeReport:
         }
 
 
-def model_stats(model: ModelProto, result=None) -> dict:
+def model_stats(model: ModelProto) -> dict:
     ops = Counter(n.op_type for n in model.graph.node)
     stats = {"nodes": len(model.graph.node)}
     stats.update({op: ops.get(op, 0) for op in COUNTED_OPS})
@@ -85,6 +86,8 @@ def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_B
     ``report`` (an OptimizeReport) receives the before/after counts and what each pass did."""
     import onnx_graphsurgeon as gs
 
+    import gc
+
     from onnx_graphsurgeon.logger import G_LOGGER
 
     G_LOGGER.severity = G_LOGGER.ERROR  # its warnings (and its hint to install colors) are not ours
@@ -97,38 +100,77 @@ def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_B
     if unknown:
         raise ValueError(f"unknown pass {unknown[0]!r}; passes: {', '.join(DEFAULT_PASSES)}")
     selected = [REGISTRY[n]() for n in names if n not in set(skip)]
+    if progress:
+        progress(f"importing {len(src.graph.node)} nodes")
+    was_enabled = gc.isenabled()
+    gc.disable()  # many small acyclic objects; see api.infer
+    try:
+        return _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0):
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
     graph = gs.import_onnx(src)
     graph_outputs = {t.name for t in graph.outputs}
-    current = src
+    # One inference serves every round: no pass changes the shape or value of a tensor that
+    # stays in the graph (folding keeps values, bypasses read an equal tensor), and the
+    # constants they add carry their own shapes.
+    if progress:
+        progress("inferring shapes")
+    facts = infer(src, assume_nonempty=assume_nonempty)
+    ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
+                      fold_budget=fold_budget, graph_outputs=graph_outputs)
+    declined = []
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no
-        if progress:
-            progress(f"round {round_no}: inferring {len(graph.nodes)} nodes")
-        facts = infer(current, assume_nonempty=assume_nonempty)
-        ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
-                          fold_budget=fold_budget, graph_outputs=graph_outputs)
         changed = 0
-        kept = []
+        declined = []
         for p in selected:
             if progress:
                 progress(f"round {round_no}: {p.name}")
             res = p.run(ctx)
             changed += res.changed
             report.changes.setdefault(p.name, []).extend(res.changes)
-            kept.extend(res.declined)
-        graph.cleanup(remove_unused_graph_inputs=False).toposort()
-        current = _copy_model_meta(src, gs.export_onnx(graph, do_type_check=False))
-        report.kept = [k for k in kept if k[1] in ("Reshape", "Expand", "Tile")]
+            declined.extend(res.declined)
         if not changed:
             break
+    remove_dead_nodes(graph)
+    if progress:
+        progress("exporting")
+    current = _copy_model_meta(src, gs.export_onnx(graph, do_type_check=False))
     if assume_nonempty:
         report.assumptions = ["no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)"]
-    final = infer(current, assume_nonempty=assume_nonempty)
-    report.kept = _kept_reasons(current, report.kept)
-    report.after = model_stats(current, final)
+    report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")])
+    report.after = model_stats(current)
     report.seconds = time.perf_counter() - t0
     return current
+
+
+def remove_dead_nodes(graph) -> None:
+    """Keep the nodes the graph outputs depend on (through subgraph reads too), in order.
+
+    (onnx-graphsurgeon's cleanup does this too, several times slower on large graphs.)"""
+    from .fold.folder import outer_variables
+
+    live: set = set()
+    stack = list(graph.outputs)
+    seen_tensors: set = set()
+    while stack:
+        t = stack.pop()
+        if id(t) in seen_tensors:
+            continue
+        seen_tensors.add(id(t))
+        for producer in t.inputs:
+            if id(producer) in live:
+                continue
+            live.add(id(producer))
+            stack.extend(x for x in producer.inputs if not x.is_empty())
+            if any(hasattr(v, "nodes") for v in producer.attrs.values()):
+                stack.extend(outer_variables(producer))
+    graph.nodes = [n for n in graph.nodes if id(n) in live and n.outputs]
 
 
 def _kept_reasons(model: ModelProto, declined: list) -> list:

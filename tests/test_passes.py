@@ -217,3 +217,50 @@ def test_folding_is_bit_exact_for_odd_dtypes(dtype):
         assert as_bytes == want.reshape(-1).tolist() and got.shape == want.shape
     else:
         assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def test_reduce_max_over_broadcast_copies_reads_the_original():
+    model, out, report = _optimize(
+        "g (float[B,S,D] x) => (float y) <int64[1] ax = {2}, int64[4] r = {1, 1, 3, 1}> {"
+        " u = Unsqueeze(x, ax)  t = Tile(u, r)  m = ReduceMax<keepdims = 0>(t, ax)  y = Relu(m) }")
+    assert _ops(out) == ["Relu"]  # Tile -> Expand, read through, size-1 reduce -> Squeeze, undone
+    _check_same(model, out, [{"B": 1, "S": 1, "D": 1}, {"B": 2, "S": 3, "D": 4}, {"B": 0, "S": 2, "D": 3}])
+
+
+def test_reduce_sum_over_copies_is_kept():
+    model, out, _ = _optimize(
+        "g (float[B,1,D] x) => (float y) <int64[1] ax = {1}, int64[3] e = {1, 4, 1}> {"
+        " t = Expand(x, e)  y = ReduceSum<keepdims = 0>(t, ax) }")
+    assert "ReduceSum" in _ops(out) and "Expand" in _ops(out)
+    _check_same(model, out, [{"B": 1, "D": 1}, {"B": 2, "D": 3}])
+
+
+def test_reduce_max_when_the_copy_changes_another_dim_is_kept():
+    model, out, report = _optimize(
+        "g (float[B,1,1] x) => (float y) <int64[1] ax = {1}, int64[3] e = {1, 4, 5}> {"
+        " t = Expand(x, e)  y = ReduceMax<keepdims = 0>(t, ax) }")
+    assert "Expand" in _ops(out)
+    _check_same(model, out, [{"B": 1}, {"B": 2}])
+
+
+@pytest.mark.parametrize("dims, op, kept", [
+    ("B,1,D", "ReduceMax", False),
+    ("B,N,D", "ReduceMax", True),
+    ("B,1,D", "ReduceSum", True),
+], ids=["size1_axis", "N_not_provably_1", "sum_kept"])
+def test_reduce_over_size_one_axes(dims, op, kept):
+    model, out, _ = _optimize(
+        "g (float[" + dims + "] x) => (float y) <int64[1] ax = {1}> { m = " + op + "<keepdims = 0>(x, ax)  y = Relu(m) }")
+    assert (op in _ops(out)) == kept
+    b = [{"B": 1, "D": 1, "N": 1}, {"B": 2, "D": 3, "N": 2}, {"B": 0, "D": 2, "N": 3}]
+    _check_same(model, out, b)
+
+
+def test_unsqueeze_then_squeeze_is_removed():
+    model, out, _ = _optimize(
+        "g (float[B,D] x) => (float y) <int64[1] ax = {1}> { u = Unsqueeze(x, ax)  s = Squeeze(u, ax)  y = Relu(s) }")
+    assert _ops(out) == ["Relu"]
+    _check_same(model, out, [{"B": 1, "D": 1}, {"B": 3, "D": 2}, {"B": 0, "D": 2}])

@@ -32,13 +32,31 @@ class PassResult:
 @dataclass
 class PassContext:
     graph: object  # onnx_graphsurgeon.Graph
-    facts: object  # shapeinfer.InferenceResult for the graph as exported at the round's start
+    facts: object  # shapeinfer.InferenceResult of the model given (valid throughout: see optimizer)
     opsets: dict
     ir_version: int
     fold_budget: int
     graph_outputs: set  # names of the main graph's outputs (must keep their names)
 
+    _names: Optional[set] = None
+    shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
+
+    def unique_name(self, base: str) -> str:
+        """A tensor name not used in the graph yet (the set of names is built once per round)."""
+        if self._names is None:
+            self._names = set(self.graph.tensors())
+        name, k = base, 0
+        while name in self._names:
+            k += 1
+            name = f"{base}_{k}"
+        self._names.add(name)
+        return name
+
     def shape(self, tensor) -> Optional[tuple]:
+        import onnx_graphsurgeon as gs
+
+        if isinstance(tensor, gs.Constant):  # possibly made by a pass: it knows its shape
+            return tuple(int(d) for d in tensor.shape)
         return self.facts.shape(tensor.name)
 
     def is_unknown(self, d) -> bool:

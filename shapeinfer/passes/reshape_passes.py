@@ -1,7 +1,9 @@
 """The Reshape/Expand/Tile rewrites. Each decides from inference facts and says why it declines.
 
 - ``remove-noop``: a Reshape, Expand or Tile whose output shape provably equals its input shape
-  (Tile: every repeat 1) is bypassed -- its consumers read its input.
+  (Tile: every repeat 1) is bypassed -- its consumers read its input; so is a reshape-like op
+  (Reshape/Squeeze/Unsqueeze/Flatten) whose output shape equals the input of an earlier one in
+  an unbroken chain of them (the elements never change order).
 - ``constant-shapes``: a Reshape or Expand whose shape is computed at run time gets a constant
   one -- ``0`` where the output dim is the input dim, the int where it is one, at most one
   ``-1`` (only beside dims provably at least 1) -- and the shape subgraph is left dead.
@@ -31,29 +33,40 @@ def _const_input(ctx, node, i):
     return constant_array(node.inputs[i])
 
 
-def _new_const(graph, base: str, values) -> gs.Constant:
-    names = graph.tensors()
-    name, k = base, 0
-    while name in names:
-        k += 1
-        name = f"{base}_{k}"
-    return gs.Constant(name, constant_values(np.asarray(values, dtype=np.int64), name))
+def _new_const(ctx, base: str, values) -> gs.Constant:
+    """An int64 shape constant; equal ones are shared (one initializer for every [0,0,8,8])."""
+    key = tuple(int(v) for v in values)
+    made = ctx.shared_constants.get(key)
+    if made is None:
+        name = ctx.unique_name(base)
+        made = ctx.shared_constants[key] = gs.Constant(name, constant_values(np.asarray(key, dtype=np.int64), name))
+    return made
 
 
-def _bypass(ctx, node, result, why):
+def _bypass(ctx, node, result, why, source=None):
     out = node.outputs[0]
     if out.name in ctx.graph_outputs:
         result.decline(node, f"{why}, but its output is a graph output")
         return
-    replace_uses(ctx.graph, out, node.inputs[0])
+    replace_uses(ctx.graph, out, source if source is not None else node.inputs[0])
     node.outputs.clear()
     result.change(node, f"removed: {why}")
+
+
+def _reshape_chain_sources(node):
+    """node's input, then the inputs of the reshape-like ops before it (same data order)."""
+    t = node.inputs[0]
+    out = [t]
+    while len(t.inputs) == 1 and t.inputs[0].op in RESHAPE_LIKE and t.inputs[0].inputs:
+        t = t.inputs[0].inputs[0]
+        out.append(t)
+    return out
 
 
 @register
 class RemoveNoopPass(Pass):
     name = "remove-noop"
-    description = "bypass Reshape/Expand/Tile whose output shape equals the input shape"
+    description = "bypass Reshape/Expand/Tile (or a reshape chain) that leaves the shape as it was"
 
     def run(self, ctx) -> PassResult:
         result = PassResult()
@@ -68,6 +81,18 @@ class RemoveNoopPass(Pass):
             a, b = ctx.shape(node.inputs[0]), ctx.shape(node.outputs[0])
             if same_shape(a, b) and not any(ctx.is_unknown(d) for d in b):
                 _bypass(ctx, node, result, "the output shape equals the input shape")
+        for node in list(ctx.graph.nodes):  # Reshape/Squeeze/Unsqueeze/Flatten undoing earlier ones
+            if node.op not in RESHAPE_LIKE or not node.outputs or not node.inputs:
+                continue
+            b = ctx.shape(node.outputs[0])
+            if b is None or any(ctx.is_unknown(d) for d in b):
+                continue
+            for depth, src in enumerate(_reshape_chain_sources(node)):
+                if same_shape(ctx.shape(src), b):
+                    why = "the output shape equals the input shape" if depth == 0 else \
+                        f"it undoes the {depth} reshape-like op(s) before it"
+                    _bypass(ctx, node, result, why, src)
+                    break
         return result
 
 
@@ -96,7 +121,7 @@ class ConstantShapesPass(Pass):
             if spec is None:
                 result.decline(node, f"its computed shape is kept: {why}")
                 continue
-            node.inputs[1] = _new_const(ctx.graph, f"{node.name or node.op}_shape", list(spec))
+            node.inputs[1] = _new_const(ctx, f"{node.name or node.op}_shape", list(spec))
             result.change(node, f"computed shape replaced by constant {list(spec)}")
         return result
 
@@ -127,7 +152,7 @@ class CollapseReshapesPass(Pass):
                 result.decline(node, f"kept after {inner.op}: {why}")
                 continue
             node.inputs[0] = src
-            node.inputs[1] = _new_const(ctx.graph, f"{node.name or 'Reshape'}_shape", list(spec))
+            node.inputs[1] = _new_const(ctx, f"{node.name or 'Reshape'}_shape", list(spec))
             node.attrs.pop("allowzero", None)
             result.change(node, f"merged with {inner.name or inner.op} ({inner.op}): Reshape of its input to {list(spec)}")
         return result
@@ -164,7 +189,7 @@ class TileToExpandPass(Pass):
                 continue
             node.op = "Expand"
             if reps is not None:
-                node.inputs[1] = _new_const(ctx.graph, f"{node.name or 'Tile'}_expand_shape", entries)
+                node.inputs[1] = _new_const(ctx, f"{node.name or 'Tile'}_expand_shape", entries)
             # (computed repeats serve as the Expand target as they are: 1 keeps a dim)
             result.change(node, "became Expand (every repeated axis has size 1)")
         return result
