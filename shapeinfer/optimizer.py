@@ -21,8 +21,8 @@ from .fold.folder import DEFAULT_BUDGET_BYTES
 from .passes import REGISTRY
 from .passes.base import PassContext
 
-DEFAULT_PASSES = ("fold-constants", "remove-noop", "constant-shapes", "collapse-reshapes", "tile-to-expand",
-                  "reduce-broadcast", "reduce-size-one")
+DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", "constant-shapes",
+                  "collapse-reshapes", "tile-to-expand", "reduce-broadcast", "reduce-size-one")
 COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
 
 

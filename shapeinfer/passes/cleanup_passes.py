@@ -1,0 +1,108 @@
+"""Cleanups that make room for the other rewrites.
+
+- ``dedupe``: small constants with the same type, shape and bytes become one; then nodes with
+  the same op, attributes and inputs (common subexpressions) become one -- never a
+  non-deterministic op, never a node with a subgraph.
+- ``remove-identity``: Identity, and Cast to the type its input already has, are bypassed.
+
+A node whose output is a graph output is kept (the output's name must stay).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_graphsurgeon as gs
+
+from ..fold.folder import NONDETERMINISTIC, constant_array
+from .base import Pass, PassResult, register, replace_uses
+
+SMALL = 64  # elements: constants up to this size are compared by value
+
+
+def _attr_key(v):
+    if isinstance(v, gs.Graph):
+        raise TypeError("subgraph")
+    if isinstance(v, gs.Constant):
+        arr = constant_array(v)
+        return ("T", str(arr.dtype), arr.shape, arr.tobytes() if arr.dtype != object else repr(arr.tolist()))
+    if isinstance(v, np.ndarray):
+        return ("A", str(v.dtype), v.shape, v.tobytes())
+    if isinstance(v, (list, tuple)):
+        return tuple(_attr_key(x) for x in v)
+    return (type(v).__name__, v if isinstance(v, (int, float, str, bytes, bool, type(None))) else repr(v))
+
+
+@register
+class DedupePass(Pass):
+    name = "dedupe"
+    description = "merge equal small constants, then equal nodes (common subexpressions)"
+
+    def run(self, ctx) -> PassResult:
+        result = PassResult()
+        by_value: dict = {}
+        for node in ctx.graph.nodes:
+            for i, t in enumerate(node.inputs):
+                if isinstance(t, gs.Constant) and int(np.prod(t.shape)) <= SMALL and t.name not in ctx.graph_outputs:
+                    try:
+                        arr = constant_array(t)
+                    except Exception:
+                        continue
+                    key = (str(arr.dtype), arr.shape, arr.tobytes() if arr.dtype != object else repr(arr.tolist()))
+                    keep = by_value.setdefault(key, t)
+                    if keep is not t:
+                        node.inputs[i] = keep
+        seen: dict = {}
+        for node in list(ctx.graph.nodes):
+            if not node.outputs or node.op in NONDETERMINISTIC:
+                continue
+            try:
+                attrs = tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items()))
+            except TypeError:
+                continue
+            key = (node.op, node.domain or "", tuple(id(t) for t in node.inputs), attrs, len(node.outputs))
+            first = seen.setdefault(key, node)
+            if first is node:
+                continue
+            if any(t.name in ctx.graph_outputs for t in node.outputs):
+                continue
+            for mine, theirs in zip(node.outputs, first.outputs):
+                replace_uses(ctx.graph, mine, theirs)
+            node.outputs.clear()
+            result.change(node, f"same as {first.name or first.op}: merged")
+        return result
+
+
+@register
+class RemoveIdentityPass(Pass):
+    name = "remove-identity"
+    description = "bypass Identity and Cast to the input's own type"
+
+    def run(self, ctx) -> PassResult:
+        result = PassResult()
+        for node in list(ctx.graph.nodes):
+            if not node.outputs or not node.inputs or node.inputs[0].is_empty():
+                continue
+            if node.op == "Identity":
+                why = "Identity"
+            elif node.op == "Cast":
+                fact = ctx.facts.fact(node.inputs[0].name)
+                dtype = fact.dtype if fact is not None else None
+                if isinstance(node.inputs[0], gs.Constant):
+                    try:
+                        from onnx import helper
+
+                        dtype = helper.np_dtype_to_tensor_dtype(constant_array(node.inputs[0]).dtype)
+                    except Exception:
+                        dtype = None
+                if not dtype or node.attrs.get("to") != dtype or node.attrs.get("saturate", 1) != 1:
+                    continue
+                why = "Cast to the type its input has"
+            else:
+                continue
+            out = node.outputs[0]
+            if out.name in ctx.graph_outputs:
+                continue
+            replace_uses(ctx.graph, out, node.inputs[0])
+            node.outputs.clear()
+            result.change(node, f"removed: {why}")
+        return result
