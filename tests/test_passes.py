@@ -55,8 +55,14 @@ def test_expand_of_a_small_constant_is_not_folded_into_a_huge_one():
         "g (float[1024,1024] x) => (float y) <float[1,1024] c = {" + ",".join(["1.5"] * 1024) + "},"
         " int64[2] s = {1024, 1024}> { e = Expand(c, s)  y = Mul(x, e) }")
     assert out.ByteSize() < 64 * 1024
-    assert "Expand" in _ops(out)
-    assert any("budget" in why for _, _, why in report.kept), report.kept
+    # Not folded (the budget) -- and then dropped: Mul broadcasts c itself.
+    assert _ops(out) == ["Mul"]
+    _check_same(model, out, [{}])
+    _, out2, report2 = _optimize(
+        "g (float[1024,1024] x) => (float y) <float[1,1024] c = {" + ",".join(["1.5"] * 1024) + "},"
+        " int64[2] s = {1024, 1024}> { e = Expand(c, s)  y = Mul(x, e) }", skip=["expand-into-broadcast"])
+    assert "Expand" in _ops(out2) and out2.ByteSize() < 64 * 1024
+    assert any("budget" in why for _, _, why in report2.kept), report2.kept
 
 
 def test_random_ops_are_never_folded():
@@ -264,3 +270,25 @@ def test_unsqueeze_then_squeeze_is_removed():
         "g (float[B,D] x) => (float y) <int64[1] ax = {1}> { u = Unsqueeze(x, ax)  s = Squeeze(u, ax)  y = Relu(s) }")
     assert _ops(out) == ["Relu"]
     _check_same(model, out, [{"B": 1, "D": 1}, {"B": 3, "D": 2}, {"B": 0, "D": 2}])
+
+
+def test_expand_into_a_broadcasting_op_is_dropped_only_when_the_shape_stays():
+    model, out, _ = _optimize(
+        "g (float[B,S,D] x, float[D] b) => (float y) {"
+        " s = Shape(x)  e = Expand(b, s)  y = Add(x, e) }")
+    assert "Expand" not in _ops(out)
+    _check_same(model, out, [{"B": 1, "S": 1, "D": 1}, {"B": 2, "S": 3, "D": 4}, {"B": 0, "S": 2, "D": 3}])
+    # Here the Expand makes the output larger than Add's own broadcast would: kept.
+    model, out, report = _optimize(
+        "g (float[D] x, float[D] b) => (float y) <int64[2] s = {3, 1}> { e = Expand(b, s)  y = Add(x, e) }")
+    assert "Expand" in _ops(out)
+    _check_same(model, out, [{"D": 1}, {"D": 4}])
+
+
+def test_reshape_relu_reshape_back_cancels():
+    model, out, _ = _optimize(
+        "g (float[B,S,H] x) => (float y) <int64[2] s = {-1, 0}> {"
+        " s0 = Shape(x)  h = Reshape(x, s)  r = Relu(h)  y0 = Reshape(r, s0)  y = Neg(y0) }",
+        skip=["constant-shapes"])
+    assert _ops(out) == ["Relu", "Neg"]
+    _check_same(model, out, [{"B": 1, "S": 1, "H": 1}, {"B": 2, "S": 3, "H": 4}])

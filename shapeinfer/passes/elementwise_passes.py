@@ -1,0 +1,122 @@
+"""Rewrites around elementwise ops.
+
+- ``expand-into-broadcast``: an Expand feeding broadcasting elementwise ops is dropped (its
+  consumers read its input) when each consumer's own broadcast provably gives the same output
+  shape: the op then makes the same copies itself, element for element.
+- ``cancel-reshapes``: Reshape -> unary elementwise op -> Reshape back to the first Reshape's
+  input shape becomes the op on the original tensor (elementwise ops commute with reshapes).
+"""
+
+from __future__ import annotations
+
+from ..symbolic import BroadcastError, bcast
+from .base import Pass, PassResult, register
+
+BROADCASTING = frozenset({
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Less", "LessOrEqual",
+    "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where", "BitShift", "BitwiseAnd", "BitwiseOr",
+    "BitwiseXor", "Mod",
+})
+UNARY = frozenset({
+    "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Log", "Erf", "Sin", "Cos",
+    "Neg", "Abs", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Not", "Gelu", "Softplus",
+    "Softsign", "Elu", "Selu", "Celu", "Mish", "Cast", "IsNaN", "IsInf", "ThresholdedRelu", "Shrink",
+})
+
+
+def _broadcast(shapes):
+    rank = max(len(s) for s in shapes)
+    out = []
+    for k in range(rank):
+        d = 1
+        for s in shapes:
+            i = len(s) - rank + k
+            if i >= 0:
+                d = bcast(d, s[i])
+        out.append(d)
+    return tuple(out)
+
+
+@register
+class ExpandIntoBroadcastPass(Pass):
+    name = "expand-into-broadcast"
+    description = "drop an Expand whose consumers broadcast to the same shape on their own"
+
+    def run(self, ctx) -> PassResult:
+        result = PassResult()
+        for node in list(ctx.graph.nodes):
+            if node.op != "Expand" or not node.outputs or not node.inputs:
+                continue
+            out = node.outputs[0]
+            if out.name in ctx.graph_outputs or not out.outputs:
+                continue
+            src = node.inputs[0]
+            ok, why = True, ""
+            for user in out.outputs:
+                if user.op not in BROADCASTING or (user.domain or "") not in ("", "ai.onnx"):
+                    ok, why = False, f"it feeds {user.op}, which does not broadcast"
+                    break
+                shapes = []
+                for t in user.inputs:
+                    s = ctx.shape(src if t is out else t)
+                    if s is None:
+                        ok, why = False, "an input shape of its consumer is unknown"
+                        break
+                    shapes.append(s)
+                if not ok:
+                    break
+                want = ctx.shape(user.outputs[0])
+                try:
+                    got = _broadcast(shapes)
+                except BroadcastError:
+                    ok, why = False, "without it the consumer's inputs would not broadcast"
+                    break
+                if want is None or len(got) != len(want) or any(a != b for a, b in zip(got, want)):
+                    ok, why = False, f"{user.op} would not broadcast to the same shape on its own"
+                    break
+            if not ok:
+                result.decline(node, f"kept: {why}")
+                continue
+            for user in list(out.outputs):
+                for i, t in enumerate(user.inputs):
+                    if t is out:
+                        user.inputs[i] = src
+            node.outputs.clear()
+            result.change(node, "removed: its consumers broadcast to the same shape themselves")
+        return result
+
+
+@register
+class CancelReshapesPass(Pass):
+    name = "cancel-reshapes"
+    description = "Reshape -> elementwise -> Reshape back becomes the elementwise op alone"
+
+    def run(self, ctx) -> PassResult:
+        result = PassResult()
+        for last in list(ctx.graph.nodes):
+            if last.op != "Reshape" or not last.outputs or not last.inputs:
+                continue
+            mid_out = last.inputs[0]
+            if len(mid_out.inputs) != 1 or len(mid_out.outputs) != 1:
+                continue
+            mid = mid_out.inputs[0]
+            if mid.op not in UNARY or len(mid.outputs) != 1 or not mid.inputs:
+                continue
+            first_out = mid.inputs[0]
+            if len(first_out.inputs) != 1 or first_out.inputs[0].op != "Reshape" or len(first_out.outputs) != 1:
+                continue
+            first = first_out.inputs[0]
+            x, out = first.inputs[0], last.outputs[0]
+            a, b = ctx.shape(x), ctx.shape(out)
+            if a is None or b is None or len(a) != len(b) or any(p != q for p, q in zip(a, b)) or any(ctx.is_unknown(d) for d in b):
+                result.decline(last, f"kept: it does not provably restore the shape before {first.name or 'Reshape'}")
+                continue
+            extra = [t for t in mid.inputs[1:] if not t.is_empty()]
+            if any(len(ctx.shape(t) or (0,)) > 0 and any(d != 1 for d in ctx.shape(t)) for t in extra):
+                continue  # a non-scalar second operand would broadcast differently
+            last.outputs.clear()
+            mid.outputs.clear()
+            mid.inputs[0] = x
+            mid.outputs.append(out)
+            result.change(last, f"cancelled with {first.name or 'Reshape'} around {mid.op}")
+        return result
