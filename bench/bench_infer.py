@@ -56,7 +56,7 @@ def chain(n_nodes: int) -> onnx.ModelProto:
     graph = helper.make_graph(
         nodes, "chain",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", 64])],
-        [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info(cur, TensorProto.FLOAT, ["B", "S", 64])],
         inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)

@@ -40,6 +40,8 @@ class PassContext:
 
     _names: Optional[set] = None
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
+    memo: dict = field(default_factory=dict)  # per-run caches of the passes (keyed by pass)
+    _unknown: dict = field(default_factory=dict)
 
     def unique_name(self, base: str) -> str:
         """A tensor name not used in the graph yet (the set of names is built once per round)."""
@@ -59,8 +61,18 @@ class PassContext:
             return tuple(int(d) for d in tensor.shape)
         return self.facts.shape(tensor.name)
 
+    def touched(self, node) -> None:
+        """A pass changed node's op or attributes: forget what was cached about it."""
+        for cache in self.memo.values():
+            cache.pop(id(node), None)
+
     def is_unknown(self, d) -> bool:
-        return self.facts.is_unknown_dim(d)
+        if type(d) is int:
+            return False
+        got = self._unknown.get(d)
+        if got is None:
+            got = self._unknown[d] = self.facts.is_unknown_dim(d)
+        return got
 
 
 class Pass:

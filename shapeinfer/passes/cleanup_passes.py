@@ -32,6 +32,17 @@ def _attr_key(v):
     return (type(v).__name__, v if isinstance(v, (int, float, str, bytes, bool, type(None))) else repr(v))
 
 
+def _value_key(t):
+    """(dtype, shape, bytes) of a small constant; False for a large or unreadable one."""
+    if int(np.prod(t.shape)) > SMALL:
+        return False
+    try:
+        arr = constant_array(t)
+    except Exception:
+        return False
+    return (str(arr.dtype), arr.shape, arr.tobytes() if arr.dtype != object else repr(arr.tolist()))
+
+
 @register
 class DedupePass(Pass):
     name = "dedupe"
@@ -39,25 +50,33 @@ class DedupePass(Pass):
 
     def run(self, ctx) -> PassResult:
         result = PassResult()
+        value_keys = ctx.memo.setdefault("dedupe-values", {})  # id(constant) -> value key
+        attr_keys = ctx.memo.setdefault("dedupe-attrs", {})  # id(node) -> attribute key
         by_value: dict = {}
         for node in ctx.graph.nodes:
             for i, t in enumerate(node.inputs):
-                if isinstance(t, gs.Constant) and int(np.prod(t.shape)) <= SMALL and t.name not in ctx.graph_outputs:
-                    try:
-                        arr = constant_array(t)
-                    except Exception:
-                        continue
-                    key = (str(arr.dtype), arr.shape, arr.tobytes() if arr.dtype != object else repr(arr.tolist()))
-                    keep = by_value.setdefault(key, t)
-                    if keep is not t:
-                        node.inputs[i] = keep
+                if not isinstance(t, gs.Constant) or t.name in ctx.graph_outputs:
+                    continue
+                key = value_keys.get(id(t))
+                if key is None:
+                    key = value_keys[id(t)] = _value_key(t)
+                if key is False:
+                    continue
+                keep = by_value.setdefault(key, t)
+                if keep is not t:
+                    node.inputs[i] = keep
         seen: dict = {}
         for node in list(ctx.graph.nodes):
             if not node.outputs or node.op in NONDETERMINISTIC:
                 continue
-            try:
-                attrs = tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items()))
-            except TypeError:
+            attrs = attr_keys.get(id(node))
+            if attrs is None:
+                try:
+                    attrs = tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items()))
+                except TypeError:
+                    attrs = False
+                attr_keys[id(node)] = attrs
+            if attrs is False:
                 continue
             key = (node.op, node.domain or "", tuple(id(t) for t in node.inputs), attrs, len(node.outputs))
             first = seen.setdefault(key, node)

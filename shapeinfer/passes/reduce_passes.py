@@ -90,6 +90,7 @@ class ReduceSizeOnePass(Pass):
                 continue
             node.op = "Squeeze"
             node.attrs.clear()
+            ctx.touched(node)
             while len(node.inputs) > 1:
                 node.inputs.pop()
             if ctx.opsets.get("", 0) >= 13:

@@ -122,6 +122,7 @@ class ConstantShapesPass(Pass):
                 result.decline(node, f"its computed shape is kept: {why}")
                 continue
             node.inputs[1] = _new_const(ctx, f"{node.name or node.op}_shape", list(spec))
+            ctx.touched(node)
             result.change(node, f"computed shape replaced by constant {list(spec)}")
         return result
 
@@ -154,6 +155,7 @@ class CollapseReshapesPass(Pass):
             node.inputs[0] = src
             node.inputs[1] = _new_const(ctx, f"{node.name or 'Reshape'}_shape", list(spec))
             node.attrs.pop("allowzero", None)
+            ctx.touched(node)
             result.change(node, f"merged with {inner.name or inner.op} ({inner.op}): Reshape of its input to {list(spec)}")
         return result
 
@@ -188,6 +190,7 @@ class TileToExpandPass(Pass):
                 result.decline(node, f"kept: axis {i} is repeated but has size {d}, not provably 1")
                 continue
             node.op = "Expand"
+            ctx.touched(node)
             if reps is not None:
                 node.inputs[1] = _new_const(ctx, f"{node.name or 'Tile'}_expand_shape", entries)
             # (computed repeats serve as the Expand target as they are: 1 keeps a dim)
