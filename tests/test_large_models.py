@@ -107,3 +107,25 @@ def test_external_location_outside_the_model_folder_is_not_read(tmp_path):
     result = shapeinfer.infer(str(path))
     assert result.fact("target").value is None
     assert result.classify("y") == "unknown"
+
+
+def test_optimize_big_model_keeps_external_weights(tmp_path):
+    src = tmp_path / "src"
+    out_dir = tmp_path / "out"
+    src.mkdir()
+    out_dir.mkdir()
+    path, data = _big_model(str(src))
+    before = os.stat(data)
+    out = out_dir / "opt.onnx"
+    code = subprocess.run([sys.executable, "-m", "shapeinfer_cli.main", "optimize", path, "-o", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert code.returncode == 0, code.stderr
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 < 1024
+    assert os.stat(data).st_mtime_ns == before.st_mtime_ns and os.listdir(out_dir) == ["opt.onnx"]
+    m = onnx.load(str(out), load_external_data=False)
+    w = next(t for t in m.graph.initializer if t.name == "w")
+    assert w.data_location == TensorProto.EXTERNAL
+    loc = next(e.value for e in w.external_data if e.key == "location")
+    assert os.path.realpath(os.path.join(out_dir, loc)) == os.path.realpath(data)
+    # Shape(w) is known without reading w: it became a constant.
+    assert "Shape" not in [n.op_type for n in m.graph.node]

@@ -46,8 +46,8 @@ class ConstantFoldingPass(Pass):
                 continue
             inputs = [None if t.is_empty() else t for t in node.inputs]
             if all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
-                self._fold(ctx, node, inputs, result)
-                continue
+                if self._fold(ctx, node, inputs, result):
+                    continue
             known = [_known_int_value(ctx, t) for t in node.outputs]
             if known and all(k is not None for k in known):
                 for t, arr in zip(node.outputs, known):
@@ -58,21 +58,25 @@ class ConstantFoldingPass(Pass):
         return result
 
     def _fold(self, ctx, node, inputs, result):
-        arrays = [None if t is None else constant_array(t) for t in inputs]
+        try:
+            arrays = [None if t is None else constant_array(t) for t in inputs]
+        except Exception:  # weights kept as external data are not loaded, so not folded
+            result.decline(node, "not folded: an input's data is not loaded (external data)")
+            return False
         domain = "" if node.domain in (None, "", "ai.onnx") else node.domain
         version = ctx.opsets.get(domain)
         if version is None:
-            return
+            return False
         try:
             outs = fold_node(node, arrays, version, ctx.opsets, ctx.ir_version)
         except FoldError as e:
             result.decline(node, f"not folded: {e}")
-            return
+            return True  # the inputs break the op's rule: inference reports it, nothing to do here
         if outs is None or len(outs) < len([t for t in node.outputs if not t.is_empty()]):
-            return
+            return False
         if not within_budget(outs, arrays, ctx.fold_budget, node.op):
             result.decline(node, "not folded: the output would be larger than its inputs and the budget")
-            return
+            return True
         for t, arr in zip(node.outputs, outs):
             if t.is_empty():
                 continue
@@ -90,3 +94,4 @@ class ConstantFoldingPass(Pass):
             result.change(node, "folded to a constant")
         else:
             result.changed += 1  # a Constant node became an initializer: counted, not listed
+        return True
