@@ -22,7 +22,7 @@ from .passes import REGISTRY
 from .passes.base import PassContext
 
 DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", "constant-shapes",
-                  "collapse-reshapes", "tile-to-expand", "reduce-broadcast", "reduce-size-one",
+                  "collapse-reshapes", "tile-to-expand", "tile-uniform", "reduce-broadcast", "reduce-size-one",
                   "expand-into-broadcast", "cancel-reshapes")
 COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
 

@@ -292,3 +292,27 @@ def test_reshape_relu_reshape_back_cancels():
         skip=["constant-shapes"])
     assert _ops(out) == ["Relu", "Neg"]
     _check_same(model, out, [{"B": 1, "S": 1, "H": 1}, {"B": 2, "S": 3, "H": 4}])
+
+
+@pytest.mark.parametrize("source", ["constant_of_shape", "uniform_initializer"])
+def test_tile_of_equal_elements_becomes_expand_of_one_element(source):
+    if source == "constant_of_shape":
+        text = ("g (float[B,S] x) => (float y) <int64[1] two = {2}> {"
+                " s = Shape(x)  ones = ConstantOfShape<value = float[1] {1.0}>(s)"
+                " r = Concat<axis = 0>(two, two)  t = Tile(ones, r)  y = Add(t, t) }")
+        bindings = [{"B": 1, "S": 1}, {"B": 2, "S": 3}, {"B": 0, "S": 2}]
+    else:
+        text = ("g (float[B,S] x) => (float y) <float[2,3] c = {7.0, 7.0, 7.0, 7.0, 7.0, 7.0}> {"
+                " s = Shape(x)  t = Tile(c, s)  y = Add(t, t) }")
+        bindings = [{"B": 1, "S": 1}, {"B": 2, "S": 3}, {"B": 0, "S": 2}]
+    model, out, report = _optimize(text)
+    assert "Tile" not in _ops(out) and "Expand" in _ops(out)
+    _check_same(model, out, bindings)
+
+
+def test_tile_of_unequal_constant_is_kept():
+    model, out, _ = _optimize(
+        "g (float[B,S] x) => (float y) <float[2,3] c = {7.0, 7.0, 7.0, 7.0, 7.0, 8.0}> {"
+        " s = Shape(x)  t = Tile(c, s)  y = Add(t, t) }")
+    assert "Tile" in _ops(out)
+    _check_same(model, out, [{"B": 1, "S": 1}, {"B": 2, "S": 3}])

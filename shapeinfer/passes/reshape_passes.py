@@ -196,3 +196,63 @@ class TileToExpandPass(Pass):
             # (computed repeats serve as the Expand target as they are: 1 keeps a dim)
             result.change(node, "became Expand (every repeated axis has size 1)")
         return result
+
+
+def _uniform_value(ctx, t):
+    """(scalar array, shape tensor or None) when every element of t is the same value:
+    a constant whose elements are all equal, or a ConstantOfShape (then its shape input)."""
+    if isinstance(t, gs.Constant):
+        try:
+            arr = constant_array(t)
+        except Exception:
+            return None
+        if arr.size == 0 or arr.dtype == object or not np.all(arr == arr.reshape(-1)[0]):
+            return None
+        if arr.dtype.kind == "f" and np.isnan(arr.reshape(-1)[0]):
+            return None
+        return arr.reshape(-1)[:1], None
+    if len(t.inputs) == 1 and t.inputs[0].op == "ConstantOfShape":
+        producer = t.inputs[0]
+        value = producer.attrs.get("value")
+        arr = constant_array(value) if isinstance(value, gs.Constant) else np.zeros(1, np.float32)
+        return arr.reshape(-1)[:1], producer.inputs[0]
+    return None
+
+
+@register
+class TileUniformPass(Pass):
+    name = "tile-uniform"
+    description = "Tile of a tensor whose elements are all equal becomes Expand of one element"
+
+    def run(self, ctx) -> PassResult:
+        result = PassResult()
+        if ctx.opsets.get("", 0) < 8:
+            return result
+        for node in list(ctx.graph.nodes):
+            if node.op != "Tile" or not node.outputs or len(node.inputs) != 2:
+                continue
+            found = _uniform_value(ctx, node.inputs[0])
+            if found is None:
+                continue
+            value, shape_in = found
+            rank = len(ctx.shape(node.outputs[0]) or ())
+            if ctx.shape(node.outputs[0]) is None:
+                continue
+            scalar_name = ctx.unique_name(f"{node.name or 'Tile'}_element")
+            element = gs.Constant(scalar_name, constant_values(value.reshape([1] * rank), scalar_name))
+            reps = node.inputs[1]
+            if isinstance(reps, gs.Constant) and shape_in is None:
+                target = _new_const(ctx, f"{node.name or 'Tile'}_shape",
+                                    [int(d) * int(r) for d, r in zip(ctx.shape(node.inputs[0]), constant_array(reps).reshape(-1))])
+            else:
+                base = shape_in if shape_in is not None else _new_const(ctx, f"{node.name or 'Tile'}_in_shape", list(ctx.shape(node.inputs[0])))
+                target = gs.Variable(ctx.unique_name(f"{node.name or 'Tile'}_out_shape"), dtype=np.int64)
+                mul = gs.Node("Mul", name=ctx.unique_name(f"{node.name or 'Tile'}_out_shape_mul"),
+                              inputs=[base, reps], outputs=[target])
+                ctx.graph.nodes.insert(ctx.graph.nodes.index(node), mul)  # keeps the order topological
+            node.op = "Expand"
+            node.inputs[0] = element
+            node.inputs[1] = target
+            ctx.touched(node)
+            result.change(node, "became Expand of a single element (its input's elements are all equal)")
+        return result
