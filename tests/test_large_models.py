@@ -66,17 +66,24 @@ def test_big_model_is_inferred_without_reading_weights(tmp_path):
     assert result.fact("w").value is None
 
 
-def test_cli_writes_big_model_elsewhere_without_rewriting_weights(tmp_path):
+def _cli_on_big_model(tmp_path, command, out_name):
+    """Build the big model in src/, run the CLI writing into out/; (data file, stat, out path)."""
     src = tmp_path / "src"
     out_dir = tmp_path / "out"
     src.mkdir()
     out_dir.mkdir()
     path, data = _big_model(str(src))
     before = os.stat(data)
-    out = out_dir / "annotated.onnx"
-    code = subprocess.run([sys.executable, "-m", "shapeinfer_cli.main", path, "-o", str(out)],
+    out = out_dir / out_name
+    code = subprocess.run([sys.executable, "-m", "shapeinfer_cli.main", *command, path, "-o", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert code.returncode == 0, code.stderr
+    return data, before, out
+
+
+def test_cli_writes_big_model_elsewhere_without_rewriting_weights(tmp_path):
+    data, before, out = _cli_on_big_model(tmp_path, [], "annotated.onnx")
+    out_dir = out.parent
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     assert peak_mb < 1024, f"the CLI used {peak_mb:.0f} MB: weights were loaded"
     after = os.stat(data)
@@ -110,16 +117,8 @@ def test_external_location_outside_the_model_folder_is_not_read(tmp_path):
 
 
 def test_optimize_big_model_keeps_external_weights(tmp_path):
-    src = tmp_path / "src"
-    out_dir = tmp_path / "out"
-    src.mkdir()
-    out_dir.mkdir()
-    path, data = _big_model(str(src))
-    before = os.stat(data)
-    out = out_dir / "opt.onnx"
-    code = subprocess.run([sys.executable, "-m", "shapeinfer_cli.main", "optimize", path, "-o", str(out)],
-                          capture_output=True, text=True, timeout=300)
-    assert code.returncode == 0, code.stderr
+    data, before, out = _cli_on_big_model(tmp_path, ["optimize"], "opt.onnx")
+    out_dir = out.parent
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 < 1024
     assert os.stat(data).st_mtime_ns == before.st_mtime_ns and os.listdir(out_dir) == ["opt.onnx"]
     m = onnx.load(str(out), load_external_data=False)
