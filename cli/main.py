@@ -155,8 +155,10 @@ def _names(value):
 @click.option("--fold-budget", "fold_budget", type=click.IntRange(min=0), default=None, metavar="BYTES",
               help="Largest folded constant allowed beyond its inputs' size (default 16384).")
 @click.option("--assume-nonempty", is_flag=True, help="Assume no tensor is empty (allows more rewrites); reported.")
+@click.option("--bind", "bind", multiple=True, metavar="SYMBOL=V1,V2,V3",
+              help="Sizes --verify gives a symbolic dim (repeatable), e.g. --bind height=32,64,48.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budget, assume_nonempty, as_json):
+def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budget, assume_nonempty, bind, as_json):
     """Simplify MODEL (constant folding, Reshape/Expand/Tile rewrites) and write it to OUTPUT."""
     import time
 
@@ -174,6 +176,15 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
     for name in (_names(passes) or []) + (_names(skip) or []):
         if name not in REGISTRY:
             raise click.BadParameter(f"unknown pass {name!r} (passes: {', '.join(DEFAULT_PASSES)})", param_hint="--passes/--skip")
+    values = {}
+    for item in bind:
+        name, _, vals = item.partition("=")
+        try:
+            values[name.strip()] = [int(v) for v in vals.split(",") if v.strip()]
+        except ValueError:
+            values[name.strip()] = []
+        if not name.strip() or not values[name.strip()] or min(values[name.strip()]) < 0:
+            raise click.BadParameter(f"{item!r}: expected SYMBOL=V1,V2,... with sizes >= 0", param_hint="--bind")
     model = shapeinfer.load_model(model_path)
     started = time.monotonic()
 
@@ -187,9 +198,9 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
                          assume_nonempty=assume_nonempty, progress=progress, report=report)
     verdict = None
     if do_verify:
-        from shapeinfer.verify import verify
+        from shapeinfer.verify import bindings_for, verify
 
-        verdict = verify(model, optimized)
+        verdict = verify(model, optimized, bindings=bindings_for(model, values=values))
     if verdict is not None and not verdict.ok:
         click.echo(render_optimize(report, model_path, output, explain, verdict) if not as_json else json.dumps(
             {**report.as_dict(), "verify": [[b, r] for b, r in verdict.runs]}, indent=2))

@@ -46,14 +46,20 @@ def _symbols(model) -> list:
     return out
 
 
-def bindings_for(model, count: int = 3) -> list:
-    """Bindings of the inputs' symbolic dims: all 1, then other small values, mixed."""
+def bindings_for(model, count: int = 3, values=None) -> list:
+    """Bindings of the inputs' symbolic dims: all 1, then other small values, mixed.
+
+    ``values`` maps a symbol to the sizes it should take instead (cycled over the runs)."""
     syms = _symbols(model)
+    values = values or {}
     out = []
     for k in range(max(count, 1)):
         b = {}
         for j, s in enumerate(syms):
-            b[s] = 1 if k == 0 else DEFAULT_VALUES[(k + j) % len(DEFAULT_VALUES)]
+            if s in values:
+                b[s] = values[s][k % len(values[s])]
+            else:
+                b[s] = 1 if k == 0 else DEFAULT_VALUES[(k + j) % len(DEFAULT_VALUES)]
         out.append(b)
     return out
 

@@ -290,3 +290,11 @@ def test_cli_optimize_invalid_model_writes_nothing(tmp_path, capsys):
 def test_cli_optimize_help():
     r = CliRunner().invoke(cli, ["optimize", "--help"])
     assert r.exit_code == 0 and "--verify" in r.output
+
+
+def test_cli_optimize_verify_with_given_sizes(tmp_path, capsys):
+    out = tmp_path / "o.onnx"
+    assert main(["optimize", FIXTURE, "-o", str(out), "--verify", "--bind", "seq=4,9,2"]) == 0
+    text = capsys.readouterr().out
+    assert "'seq': 4" in text and "'seq': 9" in text and "outputs identical" in text
+    assert main(["optimize", FIXTURE, "-o", str(out), "--verify", "--bind", "seq=x"]) == 2
