@@ -58,6 +58,8 @@ def run_tool(tool, model):
         out = shapeinfer.optimize(model)
     elif tool == "shapeinfer+nonempty":
         out = shapeinfer.optimize(model, assume_nonempty=True)
+    elif tool == "shapeinfer+both":  # both opt-ins: no empty tensors, sign of zero may change
+        out = shapeinfer.optimize(model, assume_nonempty=True, ignore_signed_zero=True)
     elif tool == "onnxsim":
         import onnxsim
 
@@ -88,7 +90,7 @@ def corpus_bindings(path, model):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip the 50,000-node chain")
-    ap.add_argument("--tools", nargs="+", default=["shapeinfer", "shapeinfer+nonempty", "onnxsim", "onnxslim"])
+    ap.add_argument("--tools", nargs="+", default=["shapeinfer", "shapeinfer+nonempty", "shapeinfer+both", "onnxsim", "onnxslim"])
     args = ap.parse_args(argv)
     import bench_infer
 

@@ -155,10 +155,13 @@ def _names(value):
 @click.option("--fold-budget", "fold_budget", type=click.IntRange(min=0), default=None, metavar="BYTES",
               help="Largest folded constant allowed beyond its inputs' size (default 16384).")
 @click.option("--assume-nonempty", is_flag=True, help="Assume no tensor is empty (allows more rewrites); reported.")
+@click.option("--ignore-signed-zero", is_flag=True,
+              help="Also drop x + 0.0, which turns -0.0 into +0.0 (as onnxsim/onnxslim do); reported.")
 @click.option("--bind", "bind", multiple=True, metavar="SYMBOL=V1,V2,V3",
               help="Sizes --verify gives a symbolic dim (repeatable), e.g. --bind height=32,64,48.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budget, assume_nonempty, bind, as_json):
+def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budget, assume_nonempty,
+                 ignore_signed_zero, bind, as_json):
     """Simplify MODEL (constant folding, Reshape/Expand/Tile rewrites) and write it to OUTPUT."""
     import time
 
@@ -195,7 +198,8 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
     report = OptimizeReport()
     optimized = optimize(model, passes=_names(passes), skip=_names(skip) or (),
                          fold_budget=DEFAULT_BUDGET_BYTES if fold_budget is None else fold_budget,
-                         assume_nonempty=assume_nonempty, progress=progress, report=report)
+                         assume_nonempty=assume_nonempty, ignore_signed_zero=ignore_signed_zero,
+                         progress=progress, report=report)
     verdict = None
     if do_verify:
         from shapeinfer.verify import bindings_for, verify

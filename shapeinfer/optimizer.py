@@ -23,7 +23,7 @@ from .passes.base import PassContext
 
 DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", "constant-shapes",
                   "collapse-reshapes", "tile-to-expand", "tile-uniform", "reduce-broadcast", "reduce-size-one",
-                  "expand-into-broadcast", "cancel-reshapes")
+                  "expand-into-broadcast", "cancel-reshapes", "neutral-elements")
 COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
 
 
@@ -78,7 +78,7 @@ def _copy_model_meta(src: ModelProto, graph_model: ModelProto) -> ModelProto:
 
 
 def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_BYTES,
-             assume_nonempty: bool = False, max_rounds: int = 8,
+             assume_nonempty: bool = False, ignore_signed_zero: bool = False, max_rounds: int = 8,
              progress: Optional[Callable[[str], None]] = None, report: Optional[OptimizeReport] = None) -> ModelProto:
     """The optimised model (a new ModelProto; the one given is not changed).
 
@@ -106,13 +106,15 @@ def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_B
     was_enabled = gc.isenabled()
     gc.disable()  # many small acyclic objects; see api.infer
     try:
-        return _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0)
+        return _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0,
+                         ignore_signed_zero)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0):
+def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0,
+              ignore_signed_zero=False):
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
     graph = gs.import_onnx(src)
     graph_outputs = {t.name for t in graph.outputs}
@@ -123,7 +125,8 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
         progress("inferring shapes")
     facts = infer(src, assume_nonempty=assume_nonempty)
     ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
-                      fold_budget=fold_budget, graph_outputs=graph_outputs)
+                      fold_budget=fold_budget, graph_outputs=graph_outputs,
+                      ignore_signed_zero=ignore_signed_zero)
     declined = []
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no
@@ -143,7 +146,9 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
         progress("exporting")
     current = _copy_model_meta(src, gs.export_onnx(graph, do_type_check=False))
     if assume_nonempty:
-        report.assumptions = ["no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)"]
+        report.assumptions.append("no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)")
+    if ignore_signed_zero:
+        report.assumptions.append("x + 0.0 may turn -0.0 into +0.0 (--ignore-signed-zero)")
     report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")])
     report.after = model_stats(current)
     report.seconds = time.perf_counter() - t0

@@ -316,3 +316,30 @@ def test_tile_of_unequal_constant_is_kept():
         " s = Shape(x)  t = Tile(c, s)  y = Add(t, t) }")
     assert "Tile" in _ops(out)
     _check_same(model, out, [{"B": 1, "S": 1}, {"B": 2, "S": 3}])
+
+
+@pytest.mark.parametrize("expr, removed", [
+    ("Mul(x, one)", True), ("Div(x, one)", True), ("Sub(x, zero)", True), ("Add(x, mzero)", True),
+    ("Add(x, zero)", False), ("Sub(zero, x)", False), ("Div(one, x)", False), ("Add(x, wide)", False),
+], ids=["mul1", "div1", "sub0", "add_negzero", "add_poszero_kept", "zero_minus_x", "one_over_x", "broadcasts_wider"])
+def test_neutral_elements_are_dropped_only_when_bit_exact(expr, removed):
+    text = ("g (float[N,3] x) => (float y) <float[3] one = {1.0, 1.0, 1.0}, float[3] zero = {0.0, 0.0, 0.0},"
+            " float[3] mzero = {-0.0, -0.0, -0.0}, float[2,1,3] wide = {" + ",".join(["0.0"] * 6) + "}> {"
+            " t = " + expr + "  y = Neg(t) }")
+    model, out, _ = _optimize(text)
+    op = expr.split("(")[0]
+    assert (op not in _ops(out)) == removed
+    ort = pytest.importorskip("onnxruntime")
+    x = np.array([[-0.0, 0.0, -1.5], [2.0, -0.0, 3.0]], dtype=np.float32)
+    a = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    b = ort.InferenceSession(out.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert a.tobytes() == b.tobytes()  # bit for bit, sign of zero included
+
+
+def test_adding_positive_zero_is_dropped_only_on_request():
+    text = "g (float[N,3] x) => (float y) <float[3] zero = {0.0, 0.0, 0.0}> { t = Add(x, zero)  y = Neg(t) }"
+    _, out, _ = _optimize(text)
+    assert "Add" in _ops(out)
+    model, out, report = _optimize(text, ignore_signed_zero=True)
+    assert "Add" not in _ops(out) and any("signed" in a for a in report.assumptions)
+    _check_same(model, out, [{"N": 1}, {"N": 4}])

@@ -37,6 +37,7 @@ class PassContext:
     ir_version: int
     fold_budget: int
     graph_outputs: set  # names of the main graph's outputs (must keep their names)
+    ignore_signed_zero: bool = False  # opt-in: x + 0.0 may turn -0.0 into +0.0
 
     _names: Optional[set] = None
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant

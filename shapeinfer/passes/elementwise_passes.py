@@ -120,3 +120,89 @@ class CancelReshapesPass(Pass):
             mid.outputs.append(out)
             result.change(last, f"cancelled with {first.name or 'Reshape'} around {mid.op}")
         return result
+
+
+def _all_equal(arr, value) -> bool:
+    import numpy as np
+
+    if arr.dtype == object or arr.size == 0:
+        return False
+    try:
+        if not np.all(arr == value):
+            return False
+    except TypeError:
+        return False
+    return True
+
+
+def _neutral_kind(op, arr, position):
+    """Why op with constant arr at input `position` returns its other input unchanged, or None.
+
+    Exact bit for bit: x*1, 1*x, x/1, x-0.0 (+0.0), x+(-0.0). x+(+0.0) differs only for x = -0.0
+    (it gives +0.0): returned as "signed-zero" for the caller to allow or not."""
+    import numpy as np
+
+    if op == "Mul" and _all_equal(arr, 1):
+        return "multiplies by 1"
+    if op == "Div" and position == 1 and _all_equal(arr, 1):
+        return "divides by 1"
+    if arr.dtype.kind in "iub":
+        if op in ("Add", "Sub") and _all_equal(arr, 0) and (op == "Add" or position == 1):
+            return "adds 0"
+        return None
+    if arr.dtype.kind not in "f" and str(arr.dtype) not in ("bfloat16",):
+        return None
+    if not _all_equal(arr, 0):
+        return None
+    negative = np.signbit(arr.astype(np.float32))
+    if op == "Sub" and position == 1 and not negative.any():
+        return "subtracts +0.0"
+    if op == "Add" and negative.all():
+        return "adds -0.0"
+    if op == "Add" and not negative.any():
+        return "signed-zero"
+    return None
+
+
+@register
+class NeutralElementsPass(Pass):
+    name = "neutral-elements"
+    description = "drop x*1, x/1, x-0, x+(-0.0) (and x+0.0 when signed zeros may change)"
+
+    def run(self, ctx) -> PassResult:
+        import onnx_graphsurgeon as gs
+
+        from ..fold.folder import constant_array
+
+        result = PassResult()
+        for node in list(ctx.graph.nodes):
+            if node.op not in ("Add", "Sub", "Mul", "Div") or len(node.inputs) != 2 or not node.outputs:
+                continue
+            out = node.outputs[0]
+            if out.name in ctx.graph_outputs:
+                continue
+            for position in (1, 0):
+                c, x = node.inputs[position], node.inputs[1 - position]
+                if not isinstance(c, gs.Constant) or isinstance(x, gs.Constant):
+                    continue
+                try:
+                    kind = _neutral_kind(node.op, constant_array(c), position)
+                except Exception:
+                    kind = None
+                if kind is None or (kind == "signed-zero" and not ctx.ignore_signed_zero):
+                    continue
+                a, b = ctx.shape(x), ctx.shape(out)
+                fx, fo = ctx.facts.fact(x.name), ctx.facts.fact(out.name)
+                if a is None or b is None or len(a) != len(b) or any(p != q for p, q in zip(a, b)):
+                    continue  # the constant would broadcast x to a larger shape
+                if fx is None or fo is None or fx.dtype != fo.dtype:
+                    continue
+                for user in list(out.outputs):
+                    for i, t in enumerate(user.inputs):
+                        if t is out:
+                            user.inputs[i] = x
+                node.outputs.clear()
+                why = "adds +0.0 (only -0.0 inputs change: allowed by --ignore-signed-zero)" if kind == "signed-zero" else kind
+                result.change(node, f"removed: it {why}")
+                break
+        return result
