@@ -343,3 +343,29 @@ def test_adding_positive_zero_is_dropped_only_on_request():
     model, out, report = _optimize(text, ignore_signed_zero=True)
     assert "Add" not in _ops(out) and any("signed" in a for a in report.assumptions)
     _check_same(model, out, [{"N": 1}, {"N": 4}])
+
+
+def test_optimize_keeps_metadata_functions_and_subgraphs():
+    text = '''
+<ir_version: 9, opset_import: ["" : 18, "local" : 1], doc_string: "the model", producer_name: "me">
+g (float[N,4] x, bool c) => (float y) <int64[2] s = {0, 4}> {
+    r = Reshape(x, s)
+    z = local.twice(r)
+    y = If(c) <then_branch = t () => (float[N,4] a) { a = Identity(z) }, else_branch = e () => (float[N,4] b) { b = Neg(z) }>
+}
+<domain: "local", opset_import: ["" : 18]>
+twice (x) => (y) { y = Add(x, x) }
+'''
+    model = parser.parse_model(text)
+    model.metadata_props.add(key="k", value="v")
+    for o in model.graph.output:
+        o.type.tensor_type.ClearField("shape")
+    model = shapeinfer.infer_shapes(model)
+    out = shapeinfer.optimize(model)
+    onnx.checker.check_model(out, full_check=True)
+    assert out.doc_string == "the model" and out.producer_name == "me"
+    assert [(p.key, p.value) for p in out.metadata_props] == [("k", "v")]
+    assert [f.name for f in out.functions] == ["twice"]
+    assert {(o.domain, o.version) for o in out.opset_import} == {("", 18), ("local", 1)}
+    assert "If" in _ops(out) and "Reshape" not in _ops(out)
+    _check_same(model, out, [{"N": 1}, {"N": 3}])
