@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from ..symbolic import BroadcastError, bcast
-from .base import Pass, PassResult, register
+from .base import Pass, PassResult, register, replace_uses
 
 BROADCASTING = frozenset({
     "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Less", "LessOrEqual",
@@ -77,10 +77,7 @@ class ExpandIntoBroadcastPass(Pass):
             if not ok:
                 result.decline(node, f"kept: {why}")
                 continue
-            for user in list(out.outputs):
-                for i, t in enumerate(user.inputs):
-                    if t is out:
-                        user.inputs[i] = src
+            replace_uses(ctx.graph, out, src)
             node.outputs.clear()
             result.change(node, "removed: its consumers broadcast to the same shape themselves")
         return result
@@ -197,10 +194,7 @@ class NeutralElementsPass(Pass):
                     continue  # the constant would broadcast x to a larger shape
                 if fx is None or fo is None or fx.dtype != fo.dtype:
                     continue
-                for user in list(out.outputs):
-                    for i, t in enumerate(user.inputs):
-                        if t is out:
-                            user.inputs[i] = x
+                replace_uses(ctx.graph, out, x)
                 node.outputs.clear()
                 why = "adds +0.0 (only -0.0 inputs change: allowed by --ignore-signed-zero)" if kind == "signed-zero" else kind
                 result.change(node, f"removed: it {why}")
