@@ -149,9 +149,6 @@ class Engine:
             self._positive_names.add(name)
         return self.symbol(name)
 
-    def is_minted(self, name: str) -> bool:
-        return name in self.minted
-
     def mint_mark(self) -> int:
         """A mark such that symbols minted after it have minted_index() >= mark."""
         return self._counter + 1

@@ -119,10 +119,6 @@ def value_from_numpy(array: np.ndarray, dtype: int) -> Optional[np.ndarray]:
     return array
 
 
-def is_dim(e) -> bool:
-    return isinstance(e, (int, np.integer, Expr)) and not isinstance(e, (bool, np.bool_))
-
-
 def as_dim(e) -> Optional[Dim]:
     """A value element as a dim (int or Expr), or None when it is unknown or not integral."""
     t = type(e)

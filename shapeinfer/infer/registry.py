@@ -41,7 +41,3 @@ def lookup(domain: str, op: str, version: int):
     i = bisect_right([v for v, _ in versions], version)
     return versions[i - 1][1] if i else None
 
-
-def registered_ops() -> list:
-    """(domain, op, [since versions]) for every registered rule, for docs and tests."""
-    return sorted((d, op, [v for v, _ in vs]) for (d, op), vs in _RULES.items())

@@ -12,7 +12,7 @@ until a round changes nothing (or a round limit is hit).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 
 @dataclass
@@ -101,5 +101,3 @@ def replace_uses(graph, old, new) -> None:
             if t is old:
                 node.inputs[i] = new
 
-
-ProgressFn = Optional[Callable[[str], None]]

@@ -76,10 +76,6 @@ def broadcast_shapes(ctx, shapes: list) -> Optional[tuple]:
     return tuple(out)
 
 
-def unknown_to_none(e):
-    return None if e is UNKNOWN else e
-
-
 def value_or_none(arr) -> Optional[np.ndarray]:
     """Drop a value that holds nothing known."""
     if arr is None:
