@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 
 import click
 
@@ -163,7 +164,6 @@ def _names(value):
 def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budget, assume_nonempty,
                  ignore_signed_zero, bind, as_json):
     """Simplify MODEL (constant folding, Reshape/Expand/Tile rewrites) and write it to OUTPUT."""
-    import time
 
     import shapeinfer
     from shapeinfer.external import relocate_external_data
@@ -189,12 +189,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
         if not name.strip() or not values[name.strip()] or min(values[name.strip()]) < 0:
             raise click.BadParameter(f"{item!r}: expected SYMBOL=V1,V2,... with sizes >= 0", param_hint="--bind")
     model = shapeinfer.load_model(model_path)
-    started = time.monotonic()
-
-    def progress(msg):
-        if time.monotonic() - started > 1.0 and not as_json:
-            click.echo(f"  ... {msg}", err=True)
-
+    progress = Progress(enabled=not as_json)
     report = OptimizeReport()
     optimized = optimize(model, passes=_names(passes), skip=_names(skip) or (),
                          fold_budget=DEFAULT_BUDGET_BYTES if fold_budget is None else fold_budget,
@@ -204,7 +199,9 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
     if do_verify:
         from shapeinfer.verify import bindings_for, verify
 
+        progress("verifying with onnxruntime")
         verdict = verify(model, optimized, bindings=bindings_for(model, values=values))
+    progress.done()
     if verdict is not None and not verdict.ok:
         click.echo(render_optimize(report, model_path, output, explain, verdict) if not as_json else json.dumps(
             {**report.as_dict(), "verify": [[b, r] for b, r in verdict.runs]}, indent=2))
@@ -218,6 +215,39 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(render_optimize(report, model_path, output, explain, verdict))
+
+
+class Progress:
+    """A status line on stderr once a run has taken more than a second: rewritten in place on
+    a terminal (elapsed time and step), one line per step otherwise (CI logs)."""
+
+    def __init__(self, enabled: bool = True, after: float = 1.0, stream=None):
+        self.enabled, self.after = enabled, after
+        self.stream = stream or sys.stderr
+        self.started = time.monotonic()
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.shown = False
+        self.last = -1.0
+
+    def __call__(self, msg: str) -> None:
+        elapsed = time.monotonic() - self.started
+        if not self.enabled or elapsed < self.after:
+            return
+        line = f"[{elapsed:6.1f}s] {msg}"
+        if self.tty:
+            self.stream.write("\r" + line[:100].ljust(100))
+        elif elapsed - self.last >= 1.0:  # a log: at most a line a second
+            self.stream.write(f"  ... {line}\n")
+            self.last = elapsed
+        else:
+            return
+        self.stream.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown and self.tty:
+            self.stream.write("\r" + " " * 100 + "\r")
+            self.stream.flush()
 
 
 def main(argv=None) -> int:

@@ -23,7 +23,7 @@ from .passes.base import PassContext
 
 DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", "constant-shapes",
                   "collapse-reshapes", "tile-to-expand", "tile-uniform", "reduce-broadcast", "reduce-size-one",
-                  "expand-into-broadcast", "cancel-reshapes", "neutral-elements")
+                  "expand-into-broadcast", "cancel-reshapes", "neutral-elements", "merge-transposes", "fuse-gemm")
 COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
 
 
@@ -33,6 +33,7 @@ class OptimizeReport:
     after: dict = field(default_factory=dict)
     changes: dict = field(default_factory=dict)  # pass name -> [what]
     kept: list = field(default_factory=list)  # (node, op, reason) for Reshape/Expand/Tile left
+    declined: list = field(default_factory=list)  # (node, op, reason): every decline of the last round
     rounds: int = 0
     seconds: float = 0.0
     assumptions: list = field(default_factory=list)
@@ -132,9 +133,9 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
         report.rounds = round_no
         changed = 0
         declined = []
-        for p in selected:
+        for k, p in enumerate(selected, 1):
             if progress:
-                progress(f"round {round_no}: {p.name}")
+                progress(f"round {round_no}, pass {k}/{len(selected)}: {p.name}")
             res = p.run(ctx)
             changed += res.changed
             report.changes.setdefault(p.name, []).extend(res.changes)
@@ -149,6 +150,7 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
         report.assumptions.append("no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)")
     if ignore_signed_zero:
         report.assumptions.append("x + 0.0 may turn -0.0 into +0.0 (--ignore-signed-zero)")
+    report.declined = declined
     report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")])
     report.after = model_stats(current)
     report.seconds = time.perf_counter() - t0

@@ -298,3 +298,32 @@ def test_cli_optimize_verify_with_given_sizes(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "'seq': 4" in text and "'seq': 9" in text and "outputs identical" in text
     assert main(["optimize", FIXTURE, "-o", str(out), "--verify", "--bind", "seq=x"]) == 2
+
+
+def test_progress_line_is_rewritten_on_a_terminal_and_throttled_in_logs():
+    import io
+
+    from shapeinfer_cli.main import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    p = Progress(after=0.0, stream=tty)
+    p("round 1, pass 1/3: fold-constants")
+    p("round 1, pass 2/3: dedupe")
+    p.done()
+    text = tty.getvalue()
+    assert text.count("\r") >= 3 and "\n" not in text and "dedupe" in text
+    assert text.endswith("\r")  # the status line is cleared before the report prints
+
+    log = io.StringIO()
+    p = Progress(after=0.0, stream=log)
+    for k in range(50):
+        p(f"step {k}")
+    assert log.getvalue().count("\n") == 1  # a log gets at most a line a second
+    quiet = io.StringIO()
+    p = Progress(after=60.0, stream=quiet)
+    p("fast run")
+    assert quiet.getvalue() == ""

@@ -369,3 +369,86 @@ twice (x) => (y) { y = Add(x, x) }
     assert {(o.domain, o.version) for o in out.opset_import} == {("", 18), ("local", 1)}
     assert "If" in _ops(out) and "Reshape" not in _ops(out)
     _check_same(model, out, [{"N": 1}, {"N": 3}])
+
+
+# ---------------------------------------------------------------- merge-transposes / fuse-gemm / collapse
+
+
+@pytest.mark.parametrize("p1,p2,left", [
+    ("[1, 0, 2]", "[0, 2, 1]", ["Transpose", "Neg"]),   # composed: [1, 2, 0]
+    ("[2, 0, 1]", "[1, 2, 0]", ["Neg"]),                # inverse pair: nothing left
+    ("[0, 1, 2]", "[0, 2, 1]", ["Transpose", "Neg"]),   # identity then a real one
+])
+def test_transposes_merge_into_one(p1, p2, left):
+    model, out, report = _optimize(
+        f"g (float[B,S,D] x) => (float y) {{ a = Transpose<perm = {p1}>(x)  b = Transpose<perm = {p2}>(a)  y = Neg(b) }}")
+    assert _ops(out) == left
+    _check_same(model, out, [{"B": 1, "S": 1, "D": 1}, {"B": 2, "S": 3, "D": 4}, {"B": 0, "S": 2, "D": 3}])
+
+
+def test_transpose_with_default_perm_merges_using_the_rank():
+    model, out, _ = _optimize(
+        "g (float[B,S,D] x) => (float y) { a = Transpose(x)  b = Transpose<perm = [1, 0, 2]>(a)  y = Neg(b) }")
+    assert _ops(out) == ["Transpose", "Neg"]
+    _check_same(model, out, [{"B": 2, "S": 3, "D": 4}, {"B": 1, "S": 5, "D": 1}])
+
+
+def test_transpose_read_elsewhere_is_kept_for_its_other_reader():
+    model, out, _ = _optimize(
+        "g (float[B,S,D] x) => (float y, float z) {"
+        " a = Transpose<perm = [1, 0, 2]>(x)  b = Transpose<perm = [0, 2, 1]>(a)  y = Neg(b)  z = Relu(a) }")
+    assert sorted(_ops(out)) == ["Neg", "Relu", "Transpose", "Transpose"]
+    _check_same(model, out, [{"B": 2, "S": 3, "D": 4}])
+
+
+def test_matmul_plus_bias_becomes_gemm_for_2d_operands():
+    model, out, report = _optimize(
+        "g (float[M,K] x) => (float y) <float[3,2] w = {1., -2., 3.5, 4., 5., -6.}, float[2] b = {0.5, -1.}> {"
+        " m = MatMul(x, w)  y = Add(b, m) }".replace("float[M,K]", "float[M,3]"))
+    assert _ops(out) == ["Gemm"]
+    _check_same(model, out, [{"M": 1}, {"M": 4}, {"M": 0}])
+
+
+@pytest.mark.parametrize("text,why", [
+    # 3-D operand: Gemm takes 2-D only
+    ("g (float[B,M,3] x) => (float y) <float[3,2] w = {1., 2., 3., 4., 5., 6.}, float[2] b = {1., 2.}> {"
+     " m = MatMul(x, w)  y = Add(m, b) }", "2-D"),
+    # the bias would broadcast the product to a larger shape
+    ("g (float[M,3] x) => (float y) <float[3,2] w = {1., 2., 3., 4., 5., 6.}, float[4,1,2] b = {1., 2., 3., 4., 5., 6., 7., 8.}> {"
+     " m = MatMul(x, w)  y = Add(m, b) }", "broadcast"),
+    # integer product: Gemm's float kernels would differ
+    ("g (int32[M,3] x) => (int32 y) <int32[3,2] w = {1, 2, 3, 4, 5, 6}, int32[2] b = {1, 2}> {"
+     " m = MatMul(x, w)  y = Add(m, b) }", "element type"),
+])
+def test_matmul_plus_bias_is_kept_when_gemm_cannot_take_it(text, why):
+    model, out, report = _optimize(text)
+    assert "MatMul" in _ops(out) and "Add" in _ops(out)
+    assert any(op == "MatMul" and why in reason for _, op, reason in report.declined), report.declined
+    _check_same(model, out, [{"B": 2, "M": 3}, {"B": 1, "M": 1}])
+
+
+def test_matmul_read_by_more_than_the_add_is_not_fused():
+    model, out, _ = _optimize(
+        "g (float[M,3] x) => (float y, float z) <float[3,2] w = {1., 2., 3., 4., 5., 6.}, float[2] b = {1., 2.}> {"
+        " m = MatMul(x, w)  y = Add(m, b)  z = Neg(m) }")
+    assert "Gemm" not in _ops(out)
+
+
+def test_reshape_then_unsqueeze_collapses_into_one_reshape():
+    model, out, report = _optimize(
+        "g (float[B,S,12] x) => (float y) <int64[4] s = {0, 0, 3, 4}, int64[1] ax = {-1}> {"
+        " r = Reshape(x, s)  u = Unsqueeze(r, ax)  y = Neg(u) }")
+    assert _ops(out) == ["Reshape", "Neg"]
+    _check_same(model, out, [{"B": 1, "S": 1}, {"B": 2, "S": 3}, {"B": 0, "S": 2}, {"B": 2, "S": 0}])
+    # unsqueezed in front, B and S move: no constant shape gives (1, B, S, 3, 4) for every B, S
+    # (one -1 at most, and 0 copies the dim in the same place) -- kept
+    model, out, report = _optimize(
+        "g (float[B,S,12] x) => (float y) <int64[4] s = {0, 0, 3, 4}, int64[1] ax = {0}> {"
+        " r = Reshape(x, s)  u = Unsqueeze(r, ax)  y = Neg(u) }")
+    assert _ops(out) == ["Reshape", "Unsqueeze", "Neg"]
+    _check_same(model, out, [{"B": 2, "S": 3}, {"B": 0, "S": 2}])
+    # the Reshape is read elsewhere too: turning the Unsqueeze into a Reshape saves nothing
+    _, out, _ = _optimize(
+        "g (float[B,S,12] x) => (float y, float z) <int64[4] s = {0, 0, 3, 4}, int64[1] ax = {-1}> {"
+        " r = Reshape(x, s)  u = Unsqueeze(r, ax)  y = Neg(u)  z = Relu(r) }")
+    assert sorted(_ops(out)) == ["Neg", "Relu", "Reshape", "Unsqueeze"]

@@ -7,8 +7,8 @@
 - ``constant-shapes``: a Reshape or Expand whose shape is computed at run time gets a constant
   one -- ``0`` where the output dim is the input dim, the int where it is one, at most one
   ``-1`` (only beside dims provably at least 1) -- and the shape subgraph is left dead.
-- ``collapse-reshapes``: Reshape/Flatten/Squeeze/Unsqueeze feeding a Reshape become one Reshape
-  of the first input, its shape resolved against that input (so a ``0`` copies the right dim
+- ``collapse-reshapes``: Reshape/Flatten/Squeeze/Unsqueeze feeding a Reshape (or, when nothing
+  else reads it, a Flatten/Squeeze/Unsqueeze) become one Reshape of the first input, its shape resolved against that input (so a ``0`` copies the right dim
   and ``allowzero`` keeps its meaning).
 - ``tile-to-expand``: a Tile whose every repeated axis is provably of size 1 becomes an Expand.
 
@@ -135,7 +135,7 @@ class CollapseReshapesPass(Pass):
     def run(self, ctx) -> PassResult:
         result = PassResult()
         for node in list(ctx.graph.nodes):
-            if node.op != "Reshape" or not node.outputs or len(node.inputs) < 2:
+            if node.op not in RESHAPE_LIKE or not node.outputs or not node.inputs:
                 continue
             inner_out = node.inputs[0]
             if len(inner_out.inputs) != 1:
@@ -143,6 +143,8 @@ class CollapseReshapesPass(Pass):
             inner = inner_out.inputs[0]
             if inner.op not in RESHAPE_LIKE or not inner.inputs:
                 continue
+            if node.op != "Reshape" and (len(inner_out.outputs) != 1 or ctx.opsets.get("", 0) < 5):
+                continue  # a Squeeze/Unsqueeze/Flatten becomes a Reshape only when that saves a node
             src = inner.inputs[0]
             a, b = ctx.shape(src), ctx.shape(node.outputs[0])
             if a is None or b is None or any(ctx.is_unknown(d) for d in b):
@@ -152,11 +154,13 @@ class CollapseReshapesPass(Pass):
             if spec is None:
                 result.decline(node, f"kept after {inner.op}: {why}")
                 continue
-            node.inputs[0] = src
-            node.inputs[1] = _new_const(ctx, f"{node.name or 'Reshape'}_shape", list(spec))
-            node.attrs.pop("allowzero", None)
+            was = node.op
+            node.op, node.attrs = "Reshape", {}
+            shape = _new_const(ctx, f"{node.name or 'Reshape'}_shape", list(spec))
+            node.inputs.clear()
+            node.inputs.extend([src, shape])
             ctx.touched(node)
-            result.change(node, f"merged with {inner.name or inner.op} ({inner.op}): Reshape of its input to {list(spec)}")
+            result.change(node, f"merged with {inner.name or inner.op} ({inner.op}): {'' if was == 'Reshape' else was + ' became '}Reshape of its input to {list(spec)}")
         return result
 
 
