@@ -46,6 +46,8 @@ def cli():
     shapeinfer MODEL --all      every tensor
     shapeinfer MODEL --json     the same data as JSON
     shapeinfer MODEL -o OUT     also write the model with the shapes written in
+    shapeinfer optimize MODEL -o OUT      simplify the model
+    shapeinfer check MODEL...   validate models (CI): exit 0 clean, 1 errors, 2 unreadable
     """
 
 
@@ -76,18 +78,22 @@ def _parse_input_shape(values) -> dict:
     return out
 
 
-def write_model_atomically(model, path: str) -> None:
+def write_atomically(data: bytes, path: str, suffix: str = "") -> None:
     """Write to a temporary file beside ``path`` and rename it into place only on success."""
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".shapeinfer-", suffix=".onnx", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=".shapeinfer-", suffix=suffix, dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(model.SerializeToString())
+            fh.write(data)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_model_atomically(model, path: str) -> None:
+    write_atomically(model.SerializeToString(), path, ".onnx")
 
 
 @cli.command("infer")
@@ -217,6 +223,38 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
         click.echo(render_optimize(report, model_path, output, explain, verdict))
 
 
+@cli.command("check")
+@click.argument("model_paths", metavar="MODEL...", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text", show_default=True,
+              help="Report format: text (findings, then one summary line per model), json, or JUnit XML.")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
+              help="Write the report to this file (atomically) instead of standard output.")
+@click.option("-j", "--jobs", "jobs", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Check this many models in parallel processes.")
+@click.option("--strict", is_flag=True, help="Warnings (unknown dims, conditional shapes, ...) count as errors.")
+@click.option("--assume-nonempty", is_flag=True, help="Assume no tensor is empty (see `shapeinfer infer --help`).")
+def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty):
+    """Validate MODEL... for CI: onnx.checker, structure and full shape inference.
+
+    \b
+    Exit codes: 0 every model is clean (warnings allowed unless --strict),
+                1 some model has an error, 2 usage error or an unreadable model.
+    """
+    from shapeinfer.check import check_many, exit_code, render_json, render_junit, render_text
+
+    if output is not None and any(os.path.abspath(output) == os.path.abspath(p) for p in model_paths):
+        raise click.BadParameter("refusing to overwrite an input model with the report", param_hint="-o")
+    reports = check_many(list(model_paths), strict=strict, assume_nonempty=assume_nonempty, jobs=jobs)
+    text = {"text": render_text, "json": render_json, "junit": render_junit}[fmt](reports)
+    if output:
+        write_atomically(text.encode("utf-8"), output, ".tmp")
+        if fmt != "text":
+            click.echo("".join(r.summary() + "\n" for r in reports), nl=False, err=True)
+    else:
+        click.echo(text, nl=False)
+    raise SystemExit(exit_code(reports))
+
+
 class Progress:
     """A status line on stderr once a run has taken more than a second: rewritten in place on
     a terminal (elapsed time and step), one line per step otherwise (CI logs)."""
@@ -252,7 +290,7 @@ class Progress:
 
 def main(argv=None) -> int:
     """Entry point: run the CLI, turning every error into one line and an exit code."""
-    from shapeinfer.errors import ModelLoadError, ShapeInferenceError
+    from shapeinfer.errors import ExternalDataError, ModelLoadError, ShapeInferenceError
 
     try:
         cli.main(args=argv, prog_name="shapeinfer", standalone_mode=False)
@@ -268,6 +306,9 @@ def main(argv=None) -> int:
         click.echo(f"error: {e.format_message()}{ctx_hint}", err=True)
         return EXIT_USAGE
     except ShapeInferenceError as e:
+        click.echo(f"error: invalid model: {e}", err=True)
+        return EXIT_INVALID_MODEL
+    except ExternalDataError as e:
         click.echo(f"error: invalid model: {e}", err=True)
         return EXIT_INVALID_MODEL
     except ModelLoadError as e:

@@ -5,7 +5,7 @@ returns the structured result (each tensor's dims as expressions, and the diagno
 """
 
 from .api import InferenceResult, annotate, infer, infer_shapes, load_model
-from .errors import ModelLoadError, ShapeInferenceError
+from .errors import ExternalDataError, ModelLoadError, ShapeInferenceError
 
 
 def optimize(model, **options):
@@ -14,13 +14,23 @@ def optimize(model, **options):
 
     return _optimize(model, **options)
 
+
+def check(model, **options):
+    """A CheckReport of the model's findings; see shapeinfer.check.check for the options."""
+    from .check import check as _check
+
+    return _check(model, **options)
+
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "ExternalDataError",
     "InferenceResult",
     "ModelLoadError",
     "ShapeInferenceError",
     "annotate",
+    "check",
     "infer",
     "infer_shapes",
     "load_model",

@@ -169,12 +169,19 @@ class InferenceResult:
         }
 
 
+MAX_PROTO_BYTES = 2**31  # protobuf cannot parse a message this large
+
+
 def load_model(path: str | os.PathLike, load_external_data: bool = False) -> ModelProto:
     """Read an ONNX file; raises ModelLoadError (never a protobuf traceback) when it is not one."""
     p = os.fspath(path)
     if os.path.isdir(p):
         raise ModelLoadError(f"{p}: is a directory, not an ONNX model file")
     try:
+        size = os.path.getsize(p)
+        if size >= MAX_PROTO_BYTES:
+            raise ModelLoadError(f"{p}: the file has {size / 2**30:.1f} GiB; an ONNX file must be under 2 GiB "
+                                 "(larger models keep their weights as external data)")
         with open(p, "rb") as fh:
             data = fh.read()
     except OSError as e:
@@ -188,6 +195,9 @@ def load_model(path: str | os.PathLike, load_external_data: bool = False) -> Mod
         raise ModelLoadError(f"{p}: not an ONNX model (the file does not parse as a ModelProto)") from None
     if not model.HasField("graph") or (not model.opset_import and not model.graph.node):
         raise ModelLoadError(f"{p}: not an ONNX model (no graph in it)")
+    from .external import check_external_data
+
+    check_external_data(model, os.path.dirname(os.path.abspath(p)))
     if load_external_data:
         onnx.external_data_helper.load_external_data_for_model(model, os.path.dirname(p) or ".")
     return model

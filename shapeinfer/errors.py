@@ -22,3 +22,11 @@ class ShapeInferenceError(ValueError):
 
 class ModelLoadError(ValueError):
     """The file or object given is not a readable ONNX model."""
+
+
+class ExternalDataError(ModelLoadError):
+    """The model refers to external data that is unsafe (outside the model's folder, through
+    an absolute path or a symlink), missing or too short. Refused before any byte is read."""
+
+    invalid_model = True
+    code = "external-data"

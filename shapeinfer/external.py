@@ -14,6 +14,7 @@ from typing import Optional
 import numpy as np
 from onnx import TensorProto, helper
 
+from .errors import ExternalDataError
 from .infer.facts import INT_TYPES, MAX_VALUE_ELEMENTS
 
 
@@ -86,3 +87,60 @@ def relocate_external_data(model, from_dir: str, to_dir: str) -> None:
         for e in t.external_data:
             if e.key == "location" and not os.path.isabs(e.value):
                 e.value = os.path.relpath(os.path.join(src, e.value), dst)
+
+
+def _escapes(location: str) -> bool:
+    if not location or os.path.isabs(location) or location.startswith(("/", "\\")) or ":" in location[:3]:
+        return True
+    parts = location.replace("\\", "/").split("/")
+    return ".." in parts
+
+
+def check_external_data(model, base_dir: Optional[str]) -> None:
+    """Refuse a model whose external data is unsafe, missing or too short -- before reading any.
+
+    Every location must be a relative path that stays inside base_dir (the model's folder) once
+    symlinks are resolved; the file must exist and hold offset + length bytes. Without base_dir
+    (a model given in memory) only the locations themselves are checked."""
+    sizes: dict = {}
+    for t in _external_tensors(model):
+        info = external_info(t)
+        location = info.get("location", "")
+        what = f"tensor {t.name!r}: external data location {location!r}"
+        if _escapes(location):
+            raise ExternalDataError(f"{what} is not a relative path inside the model's folder; refused")
+        try:
+            offset = int(info.get("offset", 0) or 0)
+            length = int(info["length"]) if info.get("length") else None
+        except ValueError:
+            raise ExternalDataError(f"{what}: offset/length are not integers") from None
+        if offset < 0 or (length is not None and length < 0):
+            raise ExternalDataError(f"{what}: negative offset or length")
+        needed = None
+        if t.data_type not in (0, TensorProto.STRING, TensorProto.UNDEFINED):
+            n = 1
+            for d in t.dims:
+                n *= int(d)
+            try:
+                itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
+            except Exception:
+                itemsize = None
+            if itemsize is not None:
+                needed = n * itemsize
+                if t.data_type in (TensorProto.INT4, TensorProto.UINT4) or t.data_type == getattr(TensorProto, "FLOAT4E2M1", -1):
+                    needed = (n + 1) // 2
+        if length is not None and needed is not None and length < needed:
+            raise ExternalDataError(f"{what}: length {length} is less than the {needed} bytes of its {list(t.dims)} elements")
+        if base_dir is None:
+            continue
+        if location not in sizes:
+            path = resolve_location(base_dir, location)
+            if path is None:
+                raise ExternalDataError(f"{what} leads outside the model's folder (through a symlink); refused")
+            sizes[location] = os.path.getsize(path) if os.path.isfile(path) else None
+        size = sizes[location]
+        if size is None:
+            raise ExternalDataError(f"{what}: the file does not exist beside the model")
+        end = offset + (length if length is not None else (needed or 0))
+        if end > size:
+            raise ExternalDataError(f"{what}: the file has {size} bytes, the tensor needs bytes {offset}..{end}")

@@ -95,6 +95,12 @@ class NodeContext:
     def input_shapes(self) -> list:
         return [shape_str(f.shape) if f is not None else "?" for f in self.inputs]
 
+    def condition(self, message: str, kind: str, a, b) -> None:
+        """The node is valid only when a == b (kind "equal") or a is a multiple of b ("multiple"):
+        a check warning (shapeinfer check looks for values of the symbols that break it)."""
+        dims = (kind, a, b)
+        self.engine.warn(self.node, message, severity="condition", dims=dims)
+
     def error(self, message: str) -> ShapeInferenceError:
         return ShapeInferenceError(
             message, node_name=self.name, op_type=self.op_type, input_shapes=self.input_shapes()

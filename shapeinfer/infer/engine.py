@@ -13,6 +13,8 @@ import re
 from collections import ChainMap
 from typing import Optional
 
+from onnx import TensorProto
+
 from ..errors import ShapeInferenceError
 from ..symbolic import Dim, add, provably_positive, substitute, sym
 from ..symbolic.expr import Expr
@@ -28,13 +30,14 @@ _NO_RULE = object()
 
 
 class Diagnostic:
-    __slots__ = ("severity", "node_name", "op_type", "message")
+    __slots__ = ("severity", "node_name", "op_type", "message", "dims")
 
-    def __init__(self, severity: str, node_name: str, op_type: str, message: str):
+    def __init__(self, severity: str, node_name: str, op_type: str, message: str, dims: tuple = ()):
         self.severity = severity
         self.node_name = node_name
         self.op_type = op_type
         self.message = message
+        self.dims = dims  # the dims a "condition" is about
 
     def as_dict(self) -> dict:
         return {
@@ -57,12 +60,19 @@ def _graph_dim_params(graph, out: set) -> None:
                     out.add(d.dim_param)
 
 
+INT_LIMITS = {TensorProto.INT64: (-2**63, 2**63 - 1), TensorProto.INT32: (-2**31, 2**31 - 1)}
+INT_NAMES = {TensorProto.INT64: "int64", TensorProto.INT32: "int32"}
+
+
 class Engine:
     """Infers facts for every tensor of a model. Use :meth:`run`, then read :attr:`facts`."""
 
     def __init__(self, model, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,
-                 base_dir: Optional[str] = None):
+                 base_dir: Optional[str] = None, keep_going: bool = False):
         self.model = model
+        # keep_going (shapeinfer check): an invalid node becomes an "error" diagnostic and its
+        # outputs unknown, instead of ending the walk with ShapeInferenceError.
+        self.keep_going = keep_going
         self.base_dir = base_dir  # where external data lives (None: it is not read at all)
         self.input_shapes = dict(input_shapes or {})
         # Opt-in: no tensor is empty -- every dim of every tensor is at least 1. Symbols named
@@ -157,8 +167,8 @@ class Engine:
         """The order in which a minted symbol was made (-1 for symbols not minted here)."""
         return self._minted_order.get(name, -1)
 
-    def warn(self, node, message: str) -> None:
-        self.diagnostics.append(Diagnostic("warning", node.name, node.op_type, message))
+    def warn(self, node, message: str, severity: str = "warning", dims: tuple = ()) -> None:
+        self.diagnostics.append(Diagnostic(severity, node.name, node.op_type, message, dims))
 
     # -- the walk ------------------------------------------------------------------------------
 
@@ -231,6 +241,8 @@ class Engine:
             else:
                 outs = self.infer_node(node, inputs, opsets, attr_scope, facts)
                 for name, fact in zip(node.output, outs):
+                    if fact.value is not None and fact.dtype in INT_LIMITS:
+                        self._check_overflow(node, fact)
                     if name:
                         facts[name] = fact
                         produced.append(name)
@@ -238,6 +250,17 @@ class Engine:
                             self.tensor_dims.update(d for d in fact.shape if type(d) is not int)
                 i += 1
         return produced
+
+    def _check_overflow(self, node, fact) -> None:
+        """An integer value outside its type's range wraps at run time: never report the
+        unwrapped number -- the value becomes unknown and the node gets an "overflow" finding."""
+        lo, hi = INT_LIMITS[fact.dtype]
+        for v in fact.value.reshape(-1):
+            if type(v) is int and not lo <= v <= hi:
+                fact.value = None
+                self.warn(node, f"integer overflow: a value {v} does not fit {INT_NAMES[fact.dtype]} "
+                                f"(it would wrap at run time)", severity="overflow")
+                return
 
     def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope) -> list:
         op, raw_domain = node.op_type, node.domain
@@ -257,8 +280,12 @@ class Engine:
             ctx = NodeContext(node, inputs, version, self, attr_scope, scope, opsets)
             try:
                 got = fn(ctx)
-            except ShapeInferenceError:
-                raise
+            except ShapeInferenceError as e:
+                if not self.keep_going:
+                    raise
+                # check mode: record it, give the outputs unknown facts and walk on
+                self.diagnostics.append(Diagnostic("error", node.name, node.op_type, e.rule))
+                return [Fact() for _ in range(n_out)]
             except Exception as e:  # a rule that cannot handle odd input must not crash the walk
                 self.warn(node, f"rule failed ({type(e).__name__}: {e}); used onnx inference")
                 got = None

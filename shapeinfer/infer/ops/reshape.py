@@ -82,6 +82,9 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
                     )
                 if isinstance(q, int) and q < 0:
                     raise ctx.error(f"shape {_spec_str(spec)}: -1 would be negative")
+                if not _integral(q):
+                    ctx.condition(f"valid only when {to_str(total_in)} is a multiple of {to_str(denom)} "
+                                  f"(the -1 of shape {_spec_str(spec)})", "multiple", total_in, denom)
                 out[infer_at] = q
     elif total_in is not None and all(d is not None for d in out):
         total_out = prod(out)
@@ -91,6 +94,9 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
                 f"element counts cannot match: input has {to_str(total_in)} elements, "
                 f"shape {_spec_str(spec)} has {to_str(total_out)}"
             )
+        if diff != 0:
+            ctx.condition(f"valid only when {to_str(total_in)} == {to_str(total_out)} "
+                          f"(the element counts of the input and of shape {_spec_str(spec)})", "equal", total_in, total_out)
     out = [d if d is not None else ctx.fresh() for d in out]
     value = None
     if data is not None and data.value is not None and all(isinstance(d, int) for d in out):
@@ -99,6 +105,15 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
         except ValueError:
             value = None
     return Fact(dtype=dtype, shape=tuple(out), value=value)
+
+
+def _integral(q) -> bool:
+    """True when q is an integer for every binding: integer coefficients, no exact division."""
+    if isinstance(q, int):
+        return True
+    if not isinstance(q, Expr):
+        return False
+    return all(isinstance(c, int) and all(a.kind != "div" for a, _ in mono) for mono, c in q.terms)
 
 
 def _zero_copies_itself(e, in_dim) -> bool:

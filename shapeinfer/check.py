@@ -1,0 +1,482 @@
+"""``shapeinfer check``: validate a model for CI and say what is wrong, node by node.
+
+A check reads the model (refusing unsafe external data before anything is read), checks its
+structure (every tensor produced once, every input produced by something, no cycle), runs
+``onnx.checker`` and then shapeinfer's inference in a mode that records an invalid node and walks
+on, so that one run reports every finding. Each finding has a severity, a code, the node's name
+and op type, and one line of explanation.
+
+Errors (the model cannot run as exported):
+  ``unreadable``, ``external-data``, ``checker``, ``duplicate-output``, ``dangling-input``,
+  ``not-a-dag``, ``shape-error`` (a Reshape whose element counts can never match, an Expand with
+  incompatible dims, a Tile with bad repeats, ...), ``declared-shape`` (a declared output or
+  value_info shape inference proves different), ``int64-overflow``.
+Warnings (the model runs only for some inputs, or shapeinfer cannot tell):
+  ``conditional-shape`` (a Reshape valid only for some values of the symbols -- which),
+  ``forced-broadcast`` (a broadcast that holds only when two different dims are equal or 1),
+  ``unknown-dims`` (a node whose output dims no rule could express), ``unknown-op``,
+  ``inference-fallback``.
+With ``strict`` every warning counts as an error.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import onnx
+from onnx import ModelProto
+
+from .errors import ModelLoadError, ShapeInferenceError
+from .symbolic import to_str
+
+ERROR, WARNING = "error", "warning"
+
+
+@dataclass
+class Finding:
+    severity: str
+    code: str
+    message: str
+    node: str = ""
+    op: str = ""
+
+    def as_dict(self) -> dict:
+        return {"severity": self.severity, "code": self.code, "node": self.node, "op": self.op, "message": self.message}
+
+    def line(self) -> str:
+        where = f"{self.node or '<unnamed>'} ({self.op}): " if self.op else ""
+        return f"{self.severity}: [{self.code}] {where}{self.message}"
+
+
+@dataclass
+class CheckReport:
+    path: str
+    findings: list = field(default_factory=list)
+    nodes: int = 0
+    seconds: float = 0.0
+    strict: bool = False
+    unreadable: bool = False
+
+    def add(self, severity, code, message, node="", op="") -> None:
+        self.findings.append(Finding(severity, code, message, node or "", op or ""))
+
+    @property
+    def errors(self) -> list:
+        return [f for f in self.findings if f.severity == ERROR or (self.strict and f.severity == WARNING)]
+
+    @property
+    def warnings(self) -> list:
+        return [] if self.strict else [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.unreadable else (0 if self.ok else 1)
+
+    def summary(self) -> str:
+        state = "unreadable" if self.unreadable else ("ok" if self.ok else "FAILED")
+        return (f"{self.path}: {state} -- {len(self.errors)} error(s), {len(self.warnings)} warning(s), "
+                f"{self.nodes} nodes, {self.seconds:.2f} s")
+
+    def as_dict(self) -> dict:
+        return {"model": self.path, "ok": self.ok, "exit_code": self.exit_code, "nodes": self.nodes,
+                "errors": len(self.errors), "warnings": len(self.warnings), "seconds": round(self.seconds, 3),
+                "findings": [f.as_dict() for f in self.findings]}
+
+
+def check(model, *, strict: bool = False, assume_nonempty: bool = False, name: Optional[str] = None) -> CheckReport:
+    """Check one model (a path or a ModelProto); never raises for a bad model: see the findings."""
+    t0 = time.perf_counter()
+    path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
+    report = CheckReport(path=name or path or "<model>", strict=strict)
+    try:
+        _check(model, path, report, assume_nonempty)
+    except ModelLoadError as e:
+        report.unreadable = not getattr(e, "invalid_model", False)
+        report.add(ERROR, getattr(e, "code", "unreadable"), str(e))
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
+    from .api import InferenceResult, load_model
+    from .external import check_external_data
+    from .infer.engine import Engine
+
+    if path is not None:
+        m = load_model(path)  # refuses unsafe or missing external data too
+        base_dir = os.path.dirname(os.path.abspath(path))
+    else:
+        m = model
+        base_dir = None
+        if not isinstance(m, ModelProto):
+            raise TypeError(f"expected a path or an onnx.ModelProto, got {type(m).__name__}")
+        check_external_data(m, None)
+    report.nodes = len(m.graph.node)
+    structural = _structure(m.graph, set(), report)
+    if not structural:
+        try:
+            onnx.checker.check_model(m)
+        except Exception as e:  # onnx.checker.ValidationError and friends
+            text = str(e).strip().splitlines()
+            report.add(ERROR, "checker", "onnx.checker: " + (text[0] if text else type(e).__name__)[:300])
+    if structural and any(f.code == "not-a-dag" for f in report.findings):
+        return  # no order to walk in
+    engine = Engine(m, assume_nonempty=assume_nonempty, base_dir=base_dir, keep_going=True)
+    try:
+        engine.run()
+    except ShapeInferenceError as e:  # not per node (e.g. a cycle inside a subgraph)
+        report.add(ERROR, "shape-error", e.rule, e.node_name, e.op_type)
+        return
+    result = InferenceResult(m, engine)
+    nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
+    for d in engine.diagnostics:
+        if d.severity == "error":
+            report.add(ERROR, "shape-error", d.message, d.node_name, d.op_type)
+        elif d.severity == "condition":
+            # one about an unknown dim or a broadcast already reported follows from those; one
+            # that no binding of the symbols breaks is an identity the algebra did not see
+            kind, a, b = d.dims
+            if any(x.kind == "bcast" or (x.kind == "sym" and x.args[0] in engine.minted)
+                   for y in (a, b) for x in _atoms(y)):
+                continue
+            example = _counterexample((a, b), _holds(kind, a, b), nonempty)
+            if example is not None:
+                report.add(WARNING, "conditional-shape", f"{d.message}; it fails for {_binding_str(example)}",
+                           d.node_name, d.op_type)
+        elif d.severity == "overflow":
+            report.add(ERROR, "int64-overflow", d.message, d.node_name, d.op_type)
+        elif "unknown to the installed onnx" in d.message or "no opset imported" in d.message:
+            report.add(WARNING, "unknown-op", d.message, d.node_name, d.op_type)
+        else:
+            report.add(WARNING, "inference-fallback", d.message, d.node_name, d.op_type)
+    _declared(result, report)
+    _per_node(m.graph, result, report, nonempty)
+
+
+def _structure(graph, outer: set, report: CheckReport) -> bool:
+    """Duplicate producers, dangling inputs, cycles (subgraphs too). True if any was found."""
+    found = False
+    where = "" if not outer else " (in a subgraph)"
+    produced: dict = {}
+    for t in graph.input:
+        produced[t.name] = None
+    for t in graph.initializer:
+        produced.setdefault(t.name, None)
+    for t in graph.sparse_initializer:
+        produced.setdefault(t.values.name, None)
+    for n in graph.node:
+        for o in n.output:
+            if not o:
+                continue
+            if o in produced:
+                other = produced[o]
+                what = f"node {other.name!r} ({other.op_type})" if other is not None else "a graph input or initializer"
+                report.add(ERROR, "duplicate-output", f"its output {o!r} is also produced by {what}{where}", n.name, n.op_type)
+                found = True
+            else:
+                produced[o] = n
+    names = set(produced) | outer
+    for n in graph.node:
+        for i in n.input:
+            if i and i not in names:
+                report.add(ERROR, "dangling-input", f"input {i!r} is produced by no node, graph input or initializer{where}",
+                           n.name, n.op_type)
+                found = True
+    for o in graph.output:
+        if o.name not in names:
+            report.add(ERROR, "dangling-input", f"graph output {o.name!r} is produced by nothing{where}")
+            found = True
+    cycle = _cycle(graph, produced)
+    if cycle is not None:
+        report.add(ERROR, "not-a-dag", f"the graph has a cycle through this node{where}: "
+                   + " -> ".join(repr(c.name or c.op_type) for c in cycle), cycle[0].name, cycle[0].op_type)
+        found = True
+    for n in graph.node:
+        for a in n.attribute:
+            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+            for g in subs:
+                found |= _structure(g, names, report)
+    return found
+
+
+def _cycle(graph, produced: dict) -> Optional[list]:
+    """Some cycle of nodes (as a list) if the nodes' data dependencies have one."""
+    index = {id(n): k for k, n in enumerate(graph.node)}
+    deps = []
+    for n in graph.node:
+        ds = set()
+        for i in n.input:
+            p = produced.get(i)
+            if p is not None:
+                ds.add(index[id(p)])
+        deps.append(ds)
+    color = [0] * len(deps)  # 0 new, 1 on the stack, 2 done
+    for start in range(len(deps)):
+        if color[start]:
+            continue
+        stack = [(start, iter(deps[start]))]
+        color[start] = 1
+        path = [start]
+        while stack:
+            k, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[k] = 2
+                stack.pop()
+                path.pop()
+            elif color[nxt] == 1:
+                loop = path[path.index(nxt):]
+                return [graph.node[j] for j in reversed(loop)]
+            elif color[nxt] == 0:
+                color[nxt] = 1
+                stack.append((nxt, iter(deps[nxt])))
+                path.append(nxt)
+    return None
+
+
+def _declared(result, report: CheckReport) -> None:
+    """Declared shapes on outputs/value_info that inference proves different."""
+    g = result.model.graph
+    producers = {o: n for n in g.node for o in n.output}
+    for vi in list(g.output) + list(g.value_info):
+        fact = result.facts.get(vi.name)
+        if fact is None or fact.shape is None or not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            continue
+        n = producers.get(vi.name)
+        node, op = (n.name, n.op_type) if n is not None else ("", "")
+        dims = tt.shape.dim
+        if len(dims) != len(fact.shape):
+            report.add(ERROR, "declared-shape", f"{vi.name!r} is declared with rank {len(dims)}, inferred "
+                       f"{_shape_str(fact.shape)} (rank {len(fact.shape)})", node, op)
+            continue
+        for axis, (d, ours) in enumerate(zip(dims, fact.shape)):
+            if d.HasField("dim_value") and not result.is_unknown_dim(ours):
+                theirs = int(d.dim_value)
+                if isinstance(ours, int) and ours != theirs or (not isinstance(ours, int) and _never(ours, theirs)):
+                    report.add(ERROR, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
+                               f"is {to_str(ours)}, never {theirs}; inferred {_shape_str(fact.shape)}", node, op)
+                    break
+
+
+def _never(ours, theirs: int) -> bool:
+    from .symbolic import bounds
+
+    lo, hi = bounds(ours)
+    return (lo is not None and lo > theirs) or (hi is not None and hi < theirs)
+
+
+def _declared_str(tt) -> str:
+    return "[" + ",".join(d.dim_param or (str(d.dim_value) if d.HasField("dim_value") else "?") for d in tt.shape.dim) + "]"
+
+
+def _shape_str(shape) -> str:
+    return "[" + ",".join(to_str(d) for d in shape) + "]"
+
+
+def _per_node(graph, result, report: CheckReport, nonempty=()) -> None:
+    """Forced broadcasts and unknown dims, each at the node that first made it."""
+    from .symbolic.expr import Expr
+
+    seen_bcast: set = set()
+    seen_unknown: set = set()
+    for n in graph.node:
+        new_bcast, new_unknown = [], []
+        for o in n.output:
+            fact = result.facts.get(o) if o else None
+            if fact is None or fact.shape is None:
+                continue
+            for d in fact.shape:
+                if not isinstance(d, Expr):
+                    continue
+                for atom in _atoms(d):
+                    if atom.kind == "bcast" and atom not in seen_bcast:
+                        seen_bcast.add(atom)
+                        if not any(result.is_unknown_dim(a) for a in atom.args):
+                            new_bcast.append(atom)
+                    elif atom.kind == "sym" and atom.args[0] in result.minted and atom.args[0] not in seen_unknown:
+                        seen_unknown.add(atom.args[0])
+                        if not result.minted[atom.args[0]].startswith("input "):
+                            new_unknown.append(atom.args[0])
+        for atom in new_bcast:
+            if _counterexample(atom.args, _broadcasts(atom.args), nonempty) is None:
+                continue
+            report.add(WARNING, "forced-broadcast", f"broadcasting holds only when {_equal_condition(atom.args)} "
+                       f"(inferred as bcast({', '.join(to_str(a) for a in atom.args)}))", n.name, n.op_type)
+        if new_unknown:
+            report.add(WARNING, "unknown-dims", f"output dims no rule could express: {', '.join(new_unknown)}",
+                       n.name, n.op_type)
+
+
+PROBES = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 33, 63, 64, 65, 100, 127, 128, 224, 255, 256,
+          257, 384, 511, 512, 1000, 1023, 1024, 4096)
+
+
+def _holds(kind, a, b):
+    from .symbolic import evaluate
+
+    def equal(binding):
+        return evaluate(a, binding) == evaluate(b, binding)
+
+    def multiple(binding):
+        x, y = evaluate(a, binding), evaluate(b, binding)
+        if y == 0:
+            raise ZeroDivisionError  # a -1 beside a zero dim: another rule, not this binding
+        return x % y == 0
+
+    return equal if kind == "equal" else multiple
+
+
+def _broadcasts(args):
+    from .symbolic import evaluate
+
+    def holds(binding):
+        return len({evaluate(x, binding) for x in args} - {1}) <= 1
+
+    return holds
+
+
+def _counterexample(dims, holds, nonempty=()) -> Optional[dict]:
+    """A binding of the symbols (within their bounds) for which holds() is False, or None when
+    none of a fixed, deterministic set of probes breaks it. ``nonempty``: dims that must stay
+    at least 1 (the tensor dims, under assume_nonempty) -- bindings that break them are out."""
+    import random
+
+    from .symbolic import EvaluationError
+
+    lows: dict = {}
+    for d in dims:
+        for atom in _atoms(d):
+            if atom.kind == "sym":
+                lows[atom.args[0]] = max(lows.get(atom.args[0], 0), atom.lo)
+    names = sorted(lows)
+    rng = random.Random(len(names))
+    tries = [{n: v for n in names} for v in PROBES]
+    tries += [{n: rng.choice(PROBES) for n in names} for _ in range(300 if len(names) > 1 else 0)]
+    for binding in tries:
+        if any(binding[n] < lows[n] for n in names):
+            continue
+        try:
+            if not holds(binding) and _allowed(binding, nonempty):
+                return binding
+        except (EvaluationError, ZeroDivisionError, ArithmeticError):
+            continue
+    return None
+
+
+def _allowed(binding, nonempty) -> bool:
+    from .symbolic import evaluate, free_symbols
+
+    for d in nonempty:
+        if free_symbols(d) <= binding.keys() and evaluate(d, binding) < 1:
+            return False
+    return True
+
+
+def _binding_str(binding: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in binding.items()) or "every binding"
+
+
+def _equal_condition(args) -> str:
+    """The condition under which dims broadcast together, said simply where it is simple."""
+    if len(args) == 2:
+        for a, b in (args, args[::-1]):
+            if getattr(b, "terms", None) and len(b.terms) == 1 and b.terms[0][1] == 1 and len(b.terms[0][0]) == 1:
+                atom, power = b.terms[0][0][0]
+                if power == 1 and atom.kind in ("min", "max") and a in atom.args and len(atom.args) == 2:
+                    other = atom.args[1] if atom.args[0] == a else atom.args[0]
+                    return f"{to_str(a)} {'<=' if atom.kind == 'min' else '>='} {to_str(other)} (or one of them is 1)"
+    return " and ".join(to_str(a) for a in args) + " are equal (or 1)"
+
+
+def _atoms(d):
+    from .symbolic.expr import Expr
+
+    stack = [d]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, Expr):
+            continue
+        for mono, _ in x.terms:
+            for atom, _ in mono:
+                yield atom
+                if atom.kind != "sym":
+                    stack.extend(atom.args)
+
+
+def check_many(paths: list, *, strict: bool = False, assume_nonempty: bool = False, jobs: int = 1) -> list:
+    """Reports for several models, in the order given; ``jobs`` > 1 uses that many processes."""
+    if jobs <= 1 or len(paths) <= 1:
+        return [check(p, strict=strict, assume_nonempty=assume_nonempty) for p in paths]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+        futures = [pool.submit(check, p, strict=strict, assume_nonempty=assume_nonempty) for p in paths]
+        return [f.result() for f in futures]
+
+
+# ------------------------------------------------------------------------------------ formats
+
+
+def render_text(reports: list) -> str:
+    lines = []
+    for r in reports:
+        for f in r.findings:
+            sev = ERROR if (r.strict and f.severity == WARNING) else f.severity
+            lines.append(f"{r.path}: " + Finding(sev, f.code, f.message, f.node, f.op).line())
+    for r in reports:
+        lines.append(r.summary())
+    return "\n".join(lines) + "\n"
+
+
+def render_json(reports: list) -> str:
+    import json
+
+    return json.dumps({"models": [r.as_dict() for r in reports],
+                       "ok": all(r.ok for r in reports),
+                       "exit_code": exit_code(reports)}, indent=2) + "\n"
+
+
+def render_junit(reports: list) -> str:
+    """JUnit XML: one test suite, one test case per model; a failure carries its findings."""
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name="shapeinfer check", tests=str(len(reports)),
+                       failures=str(sum(1 for r in reports if not r.ok and not r.unreadable)),
+                       errors=str(sum(1 for r in reports if r.unreadable)),
+                       time=f"{sum(r.seconds for r in reports):.3f}")
+    for r in reports:
+        case = ET.SubElement(suite, "testcase", classname="shapeinfer.check", name=r.path, time=f"{r.seconds:.3f}")
+        body = "\n".join(f.line() for f in r.findings)
+        if r.unreadable:
+            el = ET.SubElement(case, "error", message=r.errors[0].message if r.errors else "unreadable", type="unreadable")
+            el.text = body
+        elif not r.ok:
+            first = r.errors[0]
+            el = ET.SubElement(case, "failure", message=f"{len(r.errors)} error(s): {first.line()}", type="shape")
+            el.text = body
+        elif r.findings:
+            out = ET.SubElement(case, "system-out")
+            out.text = body
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def exit_code(reports: list) -> int:
+    if any(r.unreadable for r in reports):
+        return 2
+    return 0 if all(r.ok for r in reports) else 1
+
+
+__all__ = ["CheckReport", "Finding", "check", "check_many", "exit_code", "render_json", "render_junit", "render_text"]

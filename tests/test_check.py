@@ -1,0 +1,227 @@
+"""`shapeinfer check`: the corpus passes, broken copies fail with findings that name the node,
+and the report formats carry them (text, JSON, JUnit) with the documented exit codes."""
+
+import glob
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper, numpy_helper, parser
+
+import shapeinfer
+from shapeinfer.check import check
+from shapeinfer_cli.main import cli
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "fixtures")
+CORPUS = sorted(glob.glob(os.path.join(FIXTURES, "corpus", "*.onnx"))) + [os.path.join(FIXTURES, "tiny_bert.onnx")]
+H = '<ir_version: 9, opset_import: ["" : 18]>\n'
+
+
+def _model(text):
+    """A model from the text syntax; outputs declare their rank with free dim names (Y0, Y1...)."""
+    return parser.parse_model(H + text)
+
+
+def _codes(report, severity=None):
+    return [f.code for f in report.findings if severity is None or f.severity == severity]
+
+
+def _tiny():
+    return onnx.load(os.path.join(FIXTURES, "tiny_bert.onnx"))
+
+
+# ------------------------------------------------------------------------------- the corpus
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=os.path.basename)
+def test_corpus_checks_without_errors(path):
+    for nonempty in (False, True):
+        report = check(path, assume_nonempty=nonempty)
+        assert report.ok and report.exit_code == 0, [f.line() for f in report.errors]
+        assert not _codes(report, "error")
+
+
+def test_corpus_in_one_parallel_run_exits_zero_and_ends_with_one_summary_line_per_model():
+    result = CliRunner().invoke(cli, ["check", "--assume-nonempty", "-j", "2"] + CORPUS)
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    summaries = lines[-len(CORPUS):]
+    assert [s.split(":")[0] for s in summaries] == CORPUS
+    assert all(": ok -- 0 error(s)" in s for s in summaries)
+
+
+def test_swin_export_fails_for_odd_patch_grids_and_check_says_where():
+    """The HF Swin export pads a window but does not crop it back for an odd patch grid: the
+    check names the Reshape and a size that breaks it -- and onnxruntime fails right there."""
+    ort = pytest.importorskip("onnxruntime")
+    path = os.path.join(FIXTURES, "corpus", "swin_classic.onnx")
+    report = check(path, assume_nonempty=True)
+    found = [f for f in report.findings if f.code == "conditional-shape"]
+    assert found, report.findings
+    first = found[0]
+    binding = dict(kv.split("=") for kv in first.message.rsplit("it fails for ", 1)[1].split(", "))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    x = np.zeros((int(binding["batch"]), 3, int(binding["height"]), int(binding["width"])), np.float32)
+    with pytest.raises(Exception, match=first.node.split("/")[-1]):
+        sess.run(None, {"pixel_values": x})
+
+
+# ------------------------------------------------------------------------- broken copies
+
+
+def test_reshape_whose_counts_never_match_is_an_error_naming_the_node():
+    m = _tiny()
+    for n in m.graph.node:
+        if n.op_type == "Reshape":
+            shape_name = n.input[1]
+            break
+    # replace that Reshape's shape with one no binding can satisfy (13*59 is no multiple of 16)
+    m.graph.initializer.append(numpy_helper.from_array(np.array([0, 0, 13, 59], np.int64), "bad_shape"))
+    n.input[1] = "bad_shape"
+    report = check(m)
+    errs = [f for f in report.errors if f.code == "shape-error"]
+    assert errs and errs[0].node == n.name and errs[0].op == "Reshape", report.findings
+    assert "element counts cannot match" in errs[0].message
+    assert report.exit_code == 1
+    del shape_name
+
+
+def test_declared_output_shape_that_contradicts_inference_is_an_error():
+    m = _tiny()
+    m.graph.output[0].type.tensor_type.shape.dim[2].dim_value = 17  # inferred: 16
+    report = check(m)
+    assert "declared-shape" in _codes(report, "error"), report.findings
+    m = _tiny()
+    m.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 1  # rank 4, inferred rank 3
+    assert "declared-shape" in _codes(check(m), "error")
+
+
+def test_dangling_input_duplicate_output_and_cycle_are_errors():
+    m = _tiny()
+    m.graph.node[3].input[0] = "nothing_makes_this"
+    report = check(m)
+    f = [f for f in report.findings if f.code == "dangling-input"]
+    assert f and f[0].node == m.graph.node[3].name and "nothing_makes_this" in f[0].message
+
+    m = _tiny()
+    m.graph.node[5].output[0] = m.graph.node[4].output[0]
+    assert "duplicate-output" in _codes(check(m), "error")
+
+    m = _tiny()
+    m.graph.node[1].input[0] = m.graph.node[6].output[0]  # Shape reads a later tensor that needs it
+    report = check(m)
+    assert "not-a-dag" in _codes(report, "error"), report.findings
+
+
+@pytest.mark.parametrize("text,code,fragment", [
+    ("g (float[2,3] x) => (float[Y0,Y1] y) <int64[2] s = {4, 3}> { y = Expand(x, s) }", "shape-error", "broadcast"),
+    ("g (float[2,3] x) => (float[Y0,Y1] y) <int64[2] r = {2, -1}> { y = Tile(x, r) }", "shape-error", "repeat"),
+    ("g (float[2,3] x) => (float[Y0,Y1] y) <int64[3] r = {2, 1, 1}> { y = Tile(x, r) }", "shape-error", ""),
+    ("g (float[B,6] x) => (float[Y0,Y1,Y2] y) <int64[3] s = {0, 0, 5}> { y = Reshape(x, s) }", "shape-error", ""),
+])
+def test_invalid_expand_tile_reshape_are_errors(text, code, fragment):
+    report = check(_model(text))
+    errs = [f for f in report.errors if f.code == code]
+    assert errs and errs[0].op in ("Expand", "Tile", "Reshape"), report.findings
+    assert fragment in errs[0].message
+
+
+def test_reshape_valid_only_for_some_sizes_is_a_warning_with_a_size_that_breaks_it():
+    m = _model("g (float[B,S] x) => (float[Y0,Y1,Y2] y) <int64[3] s = {0, -1, 4}> { y = Reshape(x, s) }")
+    report = check(m)
+    f = [f for f in report.findings if f.code == "conditional-shape"]
+    assert f and f[0].severity == "warning" and report.ok, report.findings
+    assert "multiple of 4" in f[0].message
+    binding = dict(kv.split("=") for kv in f[0].message.rsplit("it fails for ", 1)[1].split(", "))
+    assert int(binding["S"]) % 4 != 0
+    strict = check(m, strict=True)
+    assert not strict.ok and strict.exit_code == 1
+
+
+def test_a_reshape_that_always_works_gives_no_warning():
+    m = _model("g (float[B,S,8] x) => (float[Y0,Y1,Y2] y) <int64[3] s = {0, -1, 4}> { y = Reshape(x, s) }")
+    assert check(m, strict=True).findings == []
+
+
+def test_broadcast_of_two_different_symbols_is_a_warning():
+    m = _model("g (float[B] x, float[N] z) => (float[Y0] y) { y = Add(x, z) }")
+    report = check(m)
+    f = [f for f in report.findings if f.code == "forced-broadcast"]
+    assert f and f[0].op == "Add" and "B and N are equal" in f[0].message, report.findings
+    assert report.ok and not check(m, strict=True).ok
+
+
+def test_custom_ops_and_unknown_opsets_are_warnings_not_crashes():
+    m = _model("g (float[B,4] x) => (float[Y0,Y1] y) { t = Relu(x)  y = my.domain.Frobnicate(t) }")
+    m.opset_import.append(helper.make_opsetid("my.domain", 1))
+    report = check(m)
+    assert report.ok and "unknown-op" in _codes(report, "warning"), report.findings
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
+        opset_imports=[helper.make_opsetid("", 99)], ir_version=8)
+    report = check(m)
+    assert report.exit_code in (0, 1)  # the checker may refuse opset 99; nothing crashes
+    assert all(f.message for f in report.findings)
+
+
+def test_int64_overflow_in_shape_arithmetic_is_reported_not_wrapped():
+    m = _model("g (float[B,4] x) => (float[Y0,Y1,Y2] y) <int64[1] big = {4611686018427387904}, int64[1] four = {4}> {"
+               " s = Shape(x)  g = Mul(big, four)  c = Concat<axis = 0>(s, g)  y = Reshape(x, c) }")
+    report = check(m)
+    assert "int64-overflow" in _codes(report, "error"), report.findings
+    r = shapeinfer.infer(m)
+    assert r.fact("g").value is None  # not 2**64, which a run would never see
+
+
+# ---------------------------------------------------------------------------------- formats
+
+
+def test_json_and_junit_reports_and_exit_codes(tmp_path):
+    good = os.path.join(FIXTURES, "tiny_bert.onnx")
+    bad = tmp_path / "bad.onnx"
+    m = _tiny()
+    m.graph.output[0].type.tensor_type.shape.dim[2].dim_value = 17
+    onnx.save(m, str(bad))
+    runner = CliRunner()
+
+    res = runner.invoke(cli, ["check", good, str(bad), "--format", "json"])
+    assert res.exit_code == 1
+    data = json.loads(res.output)
+    assert [x["ok"] for x in data["models"]] == [True, False] and data["exit_code"] == 1
+    assert any(f["code"] == "declared-shape" and f["severity"] == "error" for f in data["models"][1]["findings"])
+
+    out = tmp_path / "report.xml"
+    res = runner.invoke(cli, ["check", good, str(bad), "--format", "junit", "-o", str(out)])
+    assert res.exit_code == 1 and out.exists()
+    root = ET.parse(out).getroot()
+    cases = root.findall(".//testcase")
+    assert len(cases) == 2 and cases[0].find("failure") is None
+    failure = cases[1].find("failure")
+    assert failure is not None and "declared-shape" in failure.text
+    assert root.find("testsuite").get("failures") == "1"
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".shapeinfer-")]
+
+    res = runner.invoke(cli, ["check", good])
+    assert res.exit_code == 0 and res.output.strip().endswith("s")  # the summary line
+
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\x00garbage" * 10)
+    res = runner.invoke(cli, ["check", good, str(junk), "--format", "junit"])
+    assert res.exit_code == 2
+    root = ET.fromstring(res.output)
+    assert root.find(".//testcase[2]/error") is not None or len(root.findall(".//error")) == 1
+
+
+def test_parallel_and_serial_reports_agree(tmp_path):
+    runner = CliRunner()
+    a = runner.invoke(cli, ["check", "--format", "json"] + CORPUS[:4])
+    b = runner.invoke(cli, ["check", "--format", "json", "-j", "2"] + CORPUS[:4])
+    strip = lambda d: [{k: v for k, v in m.items() if k != "seconds"} for m in json.loads(d)["models"]]  # noqa: E731
+    assert a.exit_code == b.exit_code == 0 and strip(a.output) == strip(b.output)
