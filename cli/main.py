@@ -78,6 +78,12 @@ def _parse_input_shape(values) -> dict:
     return out
 
 
+def validate_structure(model) -> None:
+    from shapeinfer.checker import validate_structure as _validate
+
+    _validate(model)
+
+
 def write_atomically(data: bytes, path: str, suffix: str = "") -> None:
     """Write to a temporary file beside ``path`` and rename it into place only on success."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -121,6 +127,7 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
 
     overrides = _parse_input_shape(input_shape)
     model = shapeinfer.load_model(model_path)
+    validate_structure(model)
     known_inputs = {i.name for i in model.graph.input}
     for name in overrides:
         if name not in known_inputs:
@@ -240,7 +247,7 @@ def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty):
     Exit codes: 0 every model is clean (warnings allowed unless --strict),
                 1 some model has an error, 2 usage error or an unreadable model.
     """
-    from shapeinfer.check import check_many, exit_code, render_json, render_junit, render_text
+    from shapeinfer.checker import check_many, exit_code, render_json, render_junit, render_text
 
     if output is not None and any(os.path.abspath(output) == os.path.abspath(p) for p in model_paths):
         raise click.BadParameter("refusing to overwrite an input model with the report", param_hint="-o")

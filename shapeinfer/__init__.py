@@ -16,8 +16,8 @@ def optimize(model, **options):
 
 
 def check(model, **options):
-    """A CheckReport of the model's findings; see shapeinfer.check.check for the options."""
-    from .check import check as _check
+    """A CheckReport of the model's findings; see shapeinfer.checker.check for the options."""
+    from .checker import check as _check
 
     return _check(model, **options)
 

@@ -16,7 +16,8 @@ from typing import Callable, Optional
 import onnx
 from onnx import ModelProto
 
-from .api import infer
+from .api import infer, load_model
+from .checker import validate_structure
 from .fold.folder import DEFAULT_BUDGET_BYTES
 from .passes import REGISTRY
 from .passes.base import PassContext
@@ -94,7 +95,8 @@ def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_B
 
     G_LOGGER.severity = G_LOGGER.ERROR  # its warnings (and its hint to install colors) are not ours
     t0 = time.perf_counter()
-    src = model if isinstance(model, ModelProto) else onnx.load(model)
+    src = model if isinstance(model, ModelProto) else load_model(model)
+    validate_structure(src)
     report = report if report is not None else OptimizeReport()
     report.before = model_stats(src)
     names = list(passes) if passes else list(DEFAULT_PASSES)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper, parser
 
 import shapeinfer
-from shapeinfer.check import check
+from shapeinfer.checker import check
 from shapeinfer_cli.main import cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import onnx
 from onnx import TensorProto, helper
 
@@ -111,9 +112,13 @@ def test_external_location_outside_the_model_folder_is_not_read(tmp_path):
     )
     path = inner / "m.onnx"
     path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]).SerializeToString())
-    result = shapeinfer.infer(str(path))
-    assert result.fact("target").value is None
-    assert result.classify("y") == "unknown"
+    with pytest.raises(shapeinfer.ExternalDataError, match="inside the model's folder"):
+        shapeinfer.infer(str(path))
+    # a model given in memory has no folder: the location is refused all the same, and the
+    # bytes are never read
+    model = onnx.load(str(path), load_external_data=False)
+    report = shapeinfer.check(model)
+    assert report.exit_code == 1 and [f.code for f in report.findings] == ["external-data"]
 
 
 def test_optimize_big_model_keeps_external_weights(tmp_path):

@@ -206,6 +206,15 @@ def _structure(graph, outer: set, report: CheckReport) -> bool:
     return found
 
 
+def validate_structure(model: ModelProto) -> None:
+    """Raise ShapeInferenceError for the first structural error (a tensor produced twice, an
+    input nothing produces, a cycle): what infer/optimize refuse before doing anything."""
+    report = CheckReport(path="")
+    if _structure(model.graph, set(), report):
+        f = report.findings[0]
+        raise ShapeInferenceError(f"[{f.code}] {f.message}", node_name=f.node, op_type=f.op)
+
+
 def _cycle(graph, produced: dict) -> Optional[list]:
     """Some cycle of nodes (as a list) if the nodes' data dependencies have one."""
     index = {id(n): k for k, n in enumerate(graph.node)}
