@@ -89,6 +89,9 @@ def write_atomically(data: bytes, path: str, suffix: str = "") -> None:
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".shapeinfer-", suffix=suffix, dir=folder)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # the mode a plain open() would give, not mkstemp's 0600
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)

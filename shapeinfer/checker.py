@@ -10,11 +10,13 @@ Errors (the model cannot run as exported):
   ``unreadable``, ``external-data``, ``checker``, ``duplicate-output``, ``dangling-input``,
   ``not-a-dag``, ``shape-error`` (a Reshape whose element counts can never match, an Expand with
   incompatible dims, a Tile with bad repeats, ...), ``declared-shape`` (a declared output or
-  value_info shape inference proves different), ``int64-overflow``.
+  value_info shape inference proves different), ``int64-overflow`` (a shape value that would
+  wrap, a tensor with more elements than int64 counts).
 Warnings (the model runs only for some inputs, or shapeinfer cannot tell):
   ``conditional-shape`` (a Reshape valid only for some values of the symbols -- which),
   ``forced-broadcast`` (a broadcast that holds only when two different dims are equal or 1),
-  ``unknown-dims`` (a node whose output dims no rule could express), ``unknown-op``,
+  ``unknown-dims`` (a node whose output dims no rule could express), ``huge-tensor`` (10^12
+  elements or more), ``unknown-op``,
   ``inference-fallback``.
 With ``strict`` every warning counts as an error.
 """
@@ -33,6 +35,8 @@ from .errors import ModelLoadError, ShapeInferenceError
 from .symbolic import to_str
 
 ERROR, WARNING = "error", "warning"
+INT64_MAX = 2**63 - 1
+HUGE_ELEMENTS = 10**12  # a warning: no real deployment materialises a tensor this large
 
 
 @dataclass
@@ -304,6 +308,16 @@ def _per_node(graph, result, report: CheckReport, nonempty=()) -> None:
             fact = result.facts.get(o) if o else None
             if fact is None or fact.shape is None:
                 continue
+            if all(type(d) is int for d in fact.shape):
+                count = 1
+                for d in fact.shape:
+                    count *= d
+                if count > INT64_MAX:
+                    report.add(ERROR, "int64-overflow", f"output {o!r} of shape {_shape_str(fact.shape)} would have "
+                               f"{count:.3g} elements, more than int64 can count", n.name, n.op_type)
+                elif count >= HUGE_ELEMENTS:
+                    report.add(WARNING, "huge-tensor", f"output {o!r} of shape {_shape_str(fact.shape)} has "
+                               f"{count:.3g} elements", n.name, n.op_type)
             for d in fact.shape:
                 if not isinstance(d, Expr):
                     continue

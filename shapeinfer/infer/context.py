@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from onnx import AttributeProto, helper
+from onnx import AttributeProto, TensorProto, helper
 
 from ..errors import ShapeInferenceError
 from ..symbolic import Expr, provably_positive
@@ -95,6 +95,18 @@ class NodeContext:
     def input_shapes(self) -> list:
         return [shape_str(f.shape) if f is not None else "?" for f in self.inputs]
 
+    def shape_input(self, i: int, what: str):
+        """Input i, a 1-D int64 tensor of dims (Reshape's shape, Expand's shape, Tile's repeats):
+        its fact, or a ShapeInferenceError when its type or rank says it cannot be one."""
+        fact = self.inputs[i] if i < len(self.inputs) else None
+        if fact is None:
+            return None
+        if fact.dtype and fact.dtype != TensorProto.INT64:
+            raise self.error(f"{what} (input {i}) must be int64, got {_dtype_name(fact.dtype)}")
+        if fact.shape is not None and len(fact.shape) != 1:
+            raise self.error(f"{what} (input {i}) must be a 1-D tensor, got rank {len(fact.shape)}")
+        return fact
+
     def condition(self, message: str, kind: str, a, b) -> None:
         """The node is valid only when a == b (kind "equal") or a is a multiple of b ("multiple"):
         a check warning (shapeinfer check looks for values of the symbols that break it)."""
@@ -105,3 +117,10 @@ class NodeContext:
         return ShapeInferenceError(
             message, node_name=self.name, op_type=self.op_type, input_shapes=self.input_shapes()
         )
+
+
+def _dtype_name(dtype: int) -> str:
+    try:
+        return TensorProto.DataType.Name(dtype).lower()
+    except ValueError:
+        return f"type {dtype}"

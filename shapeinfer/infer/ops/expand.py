@@ -44,5 +44,5 @@ def expand_output(ctx, data, spec, length) -> Fact:
 
 @rule("Expand", since=8)
 def expand(ctx):
-    shape = ctx.input(1)
+    shape = ctx.shape_input(1, "the shape")
     return [expand_output(ctx, ctx.input(0), value_entries(shape), value_length(shape))]

@@ -163,12 +163,12 @@ def reshape_v1(ctx):
 
 @rule("Reshape", since=5)
 def reshape_v5(ctx):
-    shape = ctx.input(1)
+    shape = ctx.shape_input(1, "the shape")
     return [reshape_output(ctx, ctx.input(0), value_entries(shape), value_length(shape), False)]
 
 
 @rule("Reshape", since=14)
 def reshape_v14(ctx):
-    shape = ctx.input(1)
+    shape = ctx.shape_input(1, "the shape")
     allowzero = bool(ctx.attr("allowzero", 0))
     return [reshape_output(ctx, ctx.input(0), value_entries(shape), value_length(shape), allowzero)]

@@ -38,7 +38,7 @@ def tile_v1(ctx):
 
 @rule("Tile", since=6)
 def tile(ctx):
-    data, reps = ctx.input(0), ctx.input(1)
+    data, reps = ctx.input(0), ctx.shape_input(1, "repeats")
     dtype = data.dtype if data is not None else 0
     in_shape = data.shape if data is not None else None
     spec = value_entries(reps)

@@ -1,0 +1,288 @@
+"""Whatever file anyone hands shapeinfer: a clear message naming the problem, the right exit
+code, no traceback, no output file for a refused input, the input untouched.
+
+Every case runs through the three commands (infer -o, optimize -o, check)."""
+
+import builtins
+import hashlib
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, parser
+
+from shapeinfer_cli.main import main
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TINY = os.path.join(HERE, "..", "fixtures", "tiny_bert.onnx")
+H = '<ir_version: 9, opset_import: ["" : 18]>\n'
+COMMANDS = ("infer", "optimize", "check")
+
+
+def _digest(path):
+    st = os.stat(path)
+    if st.st_size > 64 * 2**20:  # the sparse 2 GiB file: size and time say it is untouched
+        return (st.st_size, st.st_mtime_ns)
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _run(capsys, command, path, tmp_path):
+    """Run one command on path; returns (exit code, stderr+stdout, files written in out/)."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir(exist_ok=True)
+    args = [command, str(path)]
+    if command != "check":
+        args += ["-o", str(out_dir / "result.onnx")]
+    before = _digest(path) if os.path.isfile(path) else None
+    code = main(args)
+    captured = capsys.readouterr()
+    text = captured.err + captured.out
+    assert "Traceback" not in text
+    if before is not None:
+        assert _digest(path) == before, "the input file changed"
+    return code, text, sorted(os.listdir(out_dir))
+
+
+def _save(tmp_path, name, model):
+    p = tmp_path / name
+    p.write_bytes(model.SerializeToString())
+    return p
+
+
+# ------------------------------------------------------------------------- unreadable files
+
+
+def _unreadable(tmp_path, kind):
+    p = tmp_path / f"{kind}.onnx"
+    data = open(TINY, "rb").read()
+    if kind == "empty":
+        p.write_bytes(b"")
+    elif kind == "truncated":
+        p.write_bytes(data[: len(data) // 3])
+    elif kind == "random":
+        p.write_bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes())
+    elif kind == "text":
+        p.write_text("this is not a model\n")
+    elif kind == "directory":
+        p.mkdir()
+    elif kind == "missing":
+        pass
+    return p
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("kind,says", [
+    ("empty", "empty"), ("truncated", "not an ONNX model"), ("random", "not an ONNX model"),
+    ("text", "not an ONNX model"), ("directory", "directory"), ("missing", "No such file"),
+])
+def test_unreadable_input_exits_2_with_a_message_and_writes_nothing(capsys, tmp_path, command, kind, says):
+    path = _unreadable(tmp_path, kind)
+    code, text, written = _run(capsys, command, path, tmp_path)
+    assert code == 2 and says in text and written == []
+
+
+def test_file_over_two_gib_is_refused_without_reading_it(capsys, tmp_path):
+    path = tmp_path / "huge.onnx"
+    with open(path, "wb") as fh:  # sparse: no disk space, and no reading either
+        fh.truncate(2**31 + 16)
+    for command in COMMANDS:
+        code, text, written = _run(capsys, command, path, tmp_path)
+        assert code == 2 and "2 GiB" in text and written == []
+
+
+# -------------------------------------------------------------------------- invalid graphs
+
+
+def _broken(kind):
+    m = onnx.load(TINY)
+    if kind == "cycle":
+        m.graph.node[1].input[0] = m.graph.node[6].output[0]
+    elif kind == "dangling":
+        m.graph.node[3].input[0] = "nothing_makes_this"
+    elif kind == "duplicate-output":
+        m.graph.node[5].output[0] = m.graph.node[4].output[0]
+    return m
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("kind,says", [
+    ("cycle", "cycle"), ("dangling", "nothing_makes_this"), ("duplicate-output", "also produced by"),
+])
+def test_structurally_invalid_graph_exits_1_naming_the_node(capsys, tmp_path, command, kind, says):
+    m = _broken(kind)
+    path = _save(tmp_path, f"{kind}.onnx", m)
+    code, text, written = _run(capsys, command, path, tmp_path)
+    assert code == 1 and says in text and written == []
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("text,says", [
+    ("g (float[B,6] x) => (float[Y0,Y1] y) <float[2] s = {2.0, 3.0}> { y = Reshape(x, s) }", "must be int64, got float"),
+    ("g (float[B,6] x) => (float[Y0,Y1] y) <int64[1,2] s = {2, 3}> { y = Reshape(x, s) }", "1-D tensor, got rank 2"),
+    ("g (float[B,6] x) => (float[Y0,Y1] y) <int64[1,2] s = {2, 6}> { y = Expand(x, s) }", "1-D tensor, got rank 2"),
+    ("g (float[B,6] x) => (float[Y0,Y1] y) <int32[2] s = {2, 3}> { y = Tile(x, s) }", "must be int64, got int32"),
+])
+def test_shape_inputs_of_the_wrong_type_or_rank_are_errors(capsys, tmp_path, command, text, says):
+    path = _save(tmp_path, "m.onnx", parser.parse_model(H + text))
+    code, out, written = _run(capsys, command, path, tmp_path)
+    assert code == 1 and says in out and written == []
+
+
+# ----------------------------------------------------------------- huge shapes and overflow
+
+
+@pytest.mark.parametrize("text", [
+    "g (float[B,1] x) => (float[Y0,Y1,Y2] y) <int64[3] s = {1000000, 1000000, 1000000}> { y = Expand(x, s) }",
+    "g (float[B,1] x) => (float[Y0,Y1] y) <int64[2] s = {1000000, 1000000}> { c = ConstantOfShape(s)  y = Add(x, c) }",
+    "g (float[1,1] x) => (float[Y0,Y1] y) <int64[2] r = {1000000, 1000000}, float[1,1] w = {2.}> { t = Tile(w, r)  y = Add(x, t) }",
+])
+def test_astronomically_large_shapes_are_reported_never_materialised(capsys, tmp_path, text):
+    import resource
+
+    path = _save(tmp_path, "m.onnx", parser.parse_model(H + text))
+    code, out, written = _run(capsys, "infer", path, tmp_path)
+    assert code == 0 and "1000000" in out
+    code, out, written = _run(capsys, "optimize", path, tmp_path)
+    assert code == 0 and written == ["result.onnx"]
+    assert os.path.getsize(tmp_path / "out" / "result.onnx") < 4096  # nothing was folded into it
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 2 * 1024 * 1024  # KiB: < 2 GiB
+    code, out, _ = _run(capsys, "check", path, tmp_path)
+    assert code == 0 and "huge-tensor" in out
+
+
+def test_element_count_beyond_int64_is_an_error(capsys, tmp_path):
+    text = ("g (float[B,1] x) => (float[Y0,Y1] y) <int64[2] s = {1000000000000, 1000000000000}, float[1] one = {1.}>"
+            " { c = Expand(one, s)  y = Add(x, c) }")
+    path = _save(tmp_path, "m.onnx", parser.parse_model(H + text))
+    code, out, _ = _run(capsys, "check", path, tmp_path)
+    assert code == 1 and "int64-overflow" in out
+
+
+def test_shape_value_overflow_is_detected_not_wrapped(capsys, tmp_path):
+    text = ("g (float[B,4] x) => (float[Y0,Y1,Y2] y) <int64[1] big = {4611686018427387904}, int64[1] four = {4}> {"
+            " s = Shape(x)  g = Mul(big, four)  c = Concat<axis = 0>(s, g)  y = Reshape(x, c) }")
+    path = _save(tmp_path, "m.onnx", parser.parse_model(H + text))
+    code, out, _ = _run(capsys, "infer", path, tmp_path)
+    assert code == 0 and "would wrap" in out
+    import shapeinfer
+
+    r = shapeinfer.infer(str(path))
+    assert r.fact("g").value is None and all(str(d) != str(2**64) for d in r.shape("y"))
+    code, out, _ = _run(capsys, "check", path, tmp_path)
+    assert code == 1 and "int64-overflow" in out and "would wrap" in out
+
+
+# ----------------------------------------------------------- unknown ops and future opsets
+
+
+def test_custom_domain_op_gets_unknown_shapes_and_no_crash(capsys, tmp_path):
+    m = parser.parse_model(H + "g (float[B,4] x) => (float[Y0,Y1] y) { t = Relu(x)  y = my.domain.Frobnicate(t) }")
+    m.opset_import.append(helper.make_opsetid("my.domain", 1))
+    path = _save(tmp_path, "m.onnx", m)
+    for command in COMMANDS:
+        code, out, written = _run(capsys, command, path, tmp_path)
+        assert code == 0, out
+    assert "unknown-op" in out
+
+
+def test_opset_newer_than_the_installed_onnx(capsys, tmp_path):
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["t"], name="r"), helper.make_node("Neg", ["t"], ["y"], name="n")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 3])]),
+        opset_imports=[helper.make_opsetid("", onnx.defs.onnx_opset_version() + 5)], ir_version=10)
+    path = _save(tmp_path, "m.onnx", m)
+    for command in COMMANDS:
+        code, out, written = _run(capsys, command, path, tmp_path)
+        assert code in (0, 1) and out.strip(), out  # a verdict and a message, never a crash
+        if code == 1:
+            assert "opset" in out.lower() and written == []
+
+
+# ---------------------------------------------------------------------------- external data
+
+
+def _external_model(folder, location, offset=0, length=16, dims=(2,)):
+    t = TensorProto()
+    t.name, t.data_type = "target", TensorProto.INT64
+    t.dims.extend(dims)
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["A", "B"])], [t])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    path = folder / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("case", ["parent", "absolute", "symlink", "missing", "too-short"])
+def test_unsafe_or_broken_external_data_is_refused_before_reading(capsys, tmp_path, monkeypatch, command, case):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(np.array([-1, 4], dtype="<i8").tobytes())
+    if case == "parent":
+        path, says = _external_model(folder, "../secret.bin"), "inside the model's folder"
+    elif case == "absolute":
+        path, says = _external_model(folder, str(secret)), "inside the model's folder"
+    elif case == "symlink":
+        os.symlink(secret, folder / "link.bin")
+        path, says = _external_model(folder, "link.bin"), "symlink"
+    elif case == "missing":
+        path, says = _external_model(folder, "weights.bin"), "does not exist"
+    else:
+        (folder / "weights.bin").write_bytes(b"\x01" * 8)
+        path, says = _external_model(folder, "weights.bin"), "has 8 bytes"
+
+    real_open = builtins.open
+
+    def guarded_open(file, *a, **k):
+        if os.path.realpath(str(file)) == os.path.realpath(secret):
+            raise AssertionError("the secret file was opened")
+        return real_open(file, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    code, text, written = _run(capsys, command, path, tmp_path)
+    assert code == 1 and says in text and "target" in text and written == []
+
+
+# --------------------------------------------------------------------------- atomic writes
+
+
+def test_a_failed_run_leaves_an_existing_output_as_it_was_and_no_temporary_files(capsys, tmp_path):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    existing = out_dir / "result.onnx"
+    existing.write_bytes(b"previous result")
+    path = _save(tmp_path, "bad.onnx", _broken("cycle"))
+    for command in ("infer", "optimize"):
+        assert main([command, str(path), "-o", str(existing)]) == 1
+        assert existing.read_bytes() == b"previous result"
+    report = out_dir / "report.xml"
+    assert main(["check", str(path), "--format", "junit", "-o", str(report)]) == 1
+    assert sorted(os.listdir(out_dir)) == ["report.xml", "result.onnx"]  # no .shapeinfer-* left
+    capsys.readouterr()
+    # a successful run replaces the file, readable like any file the user writes
+    assert main(["optimize", TINY, "-o", str(existing)]) == 0
+    onnx.checker.check_model(onnx.load(str(existing)))
+    assert os.stat(existing).st_mode & 0o044  # not mkstemp's private 0600
+    assert sorted(os.listdir(out_dir)) == ["report.xml", "result.onnx"]
+
+
+def test_initializer_with_wrong_byte_count_is_an_error_not_a_crash(capsys, tmp_path):
+    m = onnx.load(TINY)
+    init = next(t for t in m.graph.initializer if t.data_type == TensorProto.INT64 and t.raw_data)
+    init.raw_data = init.raw_data[:-3]
+    path = _save(tmp_path, "m.onnx", m)
+    for command in COMMANDS:
+        code, text, written = _run(capsys, command, path, tmp_path)
+        assert code in (0, 1) and text.strip()
+
