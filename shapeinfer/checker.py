@@ -7,7 +7,8 @@ on, so that one run reports every finding. Each finding has a severity, a code, 
 and op type, and one line of explanation.
 
 Errors (the model cannot run as exported):
-  ``unreadable``, ``external-data``, ``checker``, ``duplicate-output``, ``dangling-input``,
+  ``unreadable``, ``external-data``, ``checker``, ``initializer`` (an unknown type, fewer bytes
+  than its dims need), ``duplicate-output``, ``dangling-input``,
   ``not-a-dag``, ``shape-error`` (a Reshape whose element counts can never match, an Expand with
   incompatible dims, a Tile with bad repeats, ...), ``declared-shape`` (a declared output or
   value_info shape inference proves different), ``int64-overflow`` (a shape value that would
@@ -186,6 +187,13 @@ def _structure(graph, outer: set, report: CheckReport) -> bool:
                 found = True
             else:
                 produced[o] = n
+    from .infer.protos import tensor_problem
+
+    for t in graph.initializer:
+        problem = tensor_problem(t)
+        if problem:
+            report.add(ERROR, "initializer", f"initializer {t.name!r}{where}: {problem}")
+            found = True
     names = set(produced) | outer
     for n in graph.node:
         for i in n.input:

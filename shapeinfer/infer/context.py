@@ -89,7 +89,9 @@ class NodeContext:
         """A new symbol for a dim this node makes that no rule can express."""
         return self.engine.mint(hint or self.op_type.lower())
 
-    def fresh_shape(self, rank: int) -> tuple:
+    def fresh_shape(self, rank: int) -> Optional[tuple]:
+        if rank > 1024:  # not a real tensor's rank: say nothing rather than make a million symbols
+            raise self.error(f"an output of rank {rank}: no runtime supports a tensor of that rank")
         return tuple(self.fresh() for _ in range(rank))
 
     def input_shapes(self) -> list:

@@ -22,7 +22,7 @@ from . import ops  # noqa: F401  (registers the rules)
 from .context import NodeContext
 from .facts import Fact
 from .fallback import infer_with_onnx
-from .protos import fact_from_type, parse_dim_param, value_from_tensor
+from .protos import fact_from_type, parse_dim_param, tensor_problem, value_from_tensor
 from .registry import lookup, normalize_domain
 
 _NON_NAME = re.compile(r"[^A-Za-z0-9_]")
@@ -179,6 +179,9 @@ class Engine:
         if self.assume_nonempty:
             self._positive_names = _input_symbol_names(graph, init_names, self.input_shapes)
         for t in graph.initializer:
+            problem = tensor_problem(t)
+            if problem:
+                raise ShapeInferenceError(f"initializer {t.name!r}: {problem}")
             value = value_from_tensor(t, self.base_dir)
             facts[t.name] = Fact(dtype=t.data_type, shape=tuple(int(d) for d in t.dims), value=value)
         for t in graph.sparse_initializer:

@@ -17,6 +17,9 @@ def value_entries(fact: Optional[Fact]) -> Optional[list]:
     return [as_dim(e) for e in fact.value.reshape(-1).tolist()]
 
 
+MAX_RANK = 1024  # a shape longer than this is not tracked dim by dim (no runtime takes such a rank)
+
+
 def value_length(fact: Optional[Fact]) -> Optional[int]:
     """The number of entries of a 1-D shape input, from its value or its static shape."""
     if fact is None:
@@ -24,7 +27,7 @@ def value_length(fact: Optional[Fact]) -> Optional[int]:
     if fact.value is not None:
         return int(fact.value.size)
     if fact.shape is not None and len(fact.shape) == 1 and isinstance(fact.shape[0], int):
-        return fact.shape[0]
+        return fact.shape[0] if fact.shape[0] <= MAX_RANK else None  # no tensor has that rank
     return None
 
 
