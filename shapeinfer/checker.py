@@ -133,12 +133,19 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
             report.add(ERROR, "checker", "onnx.checker: " + (text[0] if text else type(e).__name__)[:300])
     if structural and any(f.code == "not-a-dag" for f in report.findings):
         return  # no order to walk in
+    import gc
+
     engine = Engine(m, assume_nonempty=assume_nonempty, base_dir=base_dir, keep_going=True)
+    was_enabled = gc.isenabled()
+    gc.disable()  # as in api.infer: many small acyclic objects
     try:
         engine.run()
     except ShapeInferenceError as e:  # not per node (e.g. a cycle inside a subgraph)
         report.add(ERROR, "shape-error", e.rule, e.node_name, e.op_type)
         return
+    finally:
+        if was_enabled:
+            gc.enable()
     result = InferenceResult(m, engine)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     for d in engine.diagnostics:
