@@ -17,7 +17,7 @@ Warnings (the model runs only for some inputs, or shapeinfer cannot tell):
   ``conditional-shape`` (a Reshape valid only for some values of the symbols -- which),
   ``forced-broadcast`` (a broadcast that holds only when two different dims are equal or 1),
   ``unknown-dims`` (a node whose output dims no rule could express), ``huge-tensor`` (10^12
-  elements or more), ``unknown-op``,
+  elements or more), ``unknown-op``, ``future-opset`` (newer than the installed onnx knows),
   ``inference-fallback``.
 With ``strict`` every warning counts as an error.
 """
@@ -162,6 +162,8 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
             if example is not None:
                 report.add(WARNING, "conditional-shape", f"{d.message}; it fails for {_binding_str(example)}",
                            d.node_name, d.op_type)
+        elif d.severity == "future-opset":
+            report.add(WARNING, "future-opset", d.message)
         elif d.severity == "overflow":
             report.add(ERROR, "int64-overflow", d.message, d.node_name, d.op_type)
         elif "unknown to the installed onnx" in d.message or "no opset imported" in d.message:

@@ -52,6 +52,20 @@ class Diagnostic:
         return f"{self.severity}: {where}: {self.message}"
 
 
+def _known_opsets() -> dict:
+    import onnx
+
+    got = getattr(_known_opsets, "cache", None)
+    if got is None:
+        try:
+            got = {normalize_domain(d): hi for d, (_, hi) in onnx.defs.C.schema_version_map().items()}
+        except Exception:  # an onnx without that map: the default domain only
+            got = {}
+        got.setdefault("", onnx.defs.onnx_opset_version())
+        _known_opsets.cache = got
+    return got
+
+
 def _graph_dim_params(graph, out: set) -> None:
     for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
         if vi.type.HasField("tensor_type"):
@@ -175,6 +189,12 @@ class Engine:
     def run(self) -> dict:
         graph = self.model.graph
         facts: dict = {}
+        known = _known_opsets()
+        for domain, version in sorted(self.opsets.items()):
+            if domain in known and version > known[domain]:
+                self.diagnostics.append(Diagnostic(
+                    "future-opset", "", "", f"opset {domain or 'ai.onnx'} {version} is newer than the installed onnx "
+                    f"knows ({known[domain]}): ops are read by their latest known definitions"))
         init_names = {t.name for t in graph.initializer}
         if self.assume_nonempty:
             self._positive_names = _input_symbol_names(graph, init_names, self.input_shapes)
