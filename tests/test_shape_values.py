@@ -157,3 +157,39 @@ def test_shape_values_match_reference(name, assume_nonempty):
             for d, n in zip(dims, arr.shape):
                 if not result.is_unknown_dim(d):
                     assert evaluate_shape([d], binding) == (n,), (out, result.shape_strs(out), binding)
+
+
+@pytest.mark.parametrize("text,out,expect", [
+    # 17*B at index 0 could be 0 (B = 0) and then copy 17 -- but then 0 elements meet 17*16: the
+    # run fails, so every run that succeeds has 17*B
+    ("g (float[17,B,2,8] x) => (float y) {"
+     " s = Shape(x)  a = Gather<axis = 0>(s, i0)  b = Gather<axis = 0>(s, i1)  m = Mul(a, b)"
+     " u = Unsqueeze(m, ax)  c = Concat<axis = 0>(u, sixteen)  y = Reshape(x, c) }", "y", ["17*B", "16"]),
+    # S at index 1 could be 0 and copy 96: with B = 0 too that run succeeds with (0, 96, 96) --
+    # not S: unknown
+    ("g (float[N,96] x, float[B,S] t) => (float y) {"
+     " s = Shape(t)  c = Concat<axis = 0>(s, n96)  y = Reshape(x, c) }", "y", None),
+])
+def test_reshape_entry_that_may_be_zero_is_exact_only_when_the_zero_case_fails(text, out, expect):
+    header = '<ir_version: 9, opset_import: ["" : 18]>\n'
+    consts = ("<int64 i0 = {0}, int64 i1 = {1}, int64[1] ax = {0}, int64[1] sixteen = {16}, int64[1] n96 = {96}>")
+    text = text.replace(") {", ") " + consts + " {", 1)
+    model = parser.parse_model(header + text)
+    r = shapeinfer.infer(model)
+    got = r.shape_strs(out)
+    if expect is None:
+        assert r.classify(out) == "unknown", got
+    else:
+        assert got == expect
+    ref = ReferenceEvaluator(model)
+    for binding in ({"B": 0, "S": 0, "N": 0}, {"B": 1, "S": 1, "N": 1}, {"B": 3, "S": 2, "N": 6}, {"B": 0, "S": 3, "N": 0}):
+        feeds = {}
+        for i in model.graph.input:
+            dims = [d.dim_value if d.HasField("dim_value") else binding[d.dim_param] for d in i.type.tensor_type.shape.dim]
+            feeds[i.name] = np.zeros(dims, np.float32)
+        try:
+            want = ref.run(None, feeds)[0].shape
+        except Exception:
+            continue  # this binding does not run: nothing to compare
+        shape = evaluate_shape(r.shape(out), binding)
+        assert shape is None or shape == want, (binding, shape, want)

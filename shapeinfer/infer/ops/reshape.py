@@ -14,7 +14,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Optional
 
-from ...symbolic import Expr, provably_nonneg, replace_atom, sub, substitute, to_str, truediv
+from ...symbolic import Expr, provably_nonneg, provably_positive, replace_atom, sub, substitute, to_str, truediv
 from ..facts import Fact
 from ..registry import rule
 from ._util import prod, value_entries, value_length
@@ -37,6 +37,7 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
         raise ctx.error(f"shape {_spec_str(spec)} holds both 0 and -1, invalid with allowzero=1")
     out: list = []
     infer_at = None
+    pending: list = []  # symbolic entries that might be 0 (then they copy the input dim)
     for i, e in enumerate(spec):
         if e is None:
             out.append(None)
@@ -65,6 +66,11 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
                 out.append(e)  # e == 0 here has no input dim to copy: a valid run has e > 0
             else:
                 out.append(None)
+                if not allowzero and in_shape is not None and i < len(in_shape):
+                    pending.append(i)
+    for i in pending:
+        if _zero_case_fails(spec, in_shape, i):
+            out[i] = spec[i]  # e == 0 would copy the input dim, but then no run succeeds
     total_in = prod(in_shape) if in_shape is not None else None
     if infer_at is not None:
         others = [d for j, d in enumerate(out) if j != infer_at]
@@ -105,6 +111,50 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
         except ValueError:
             value = None
     return Fact(dtype=dtype, shape=tuple(out), value=value)
+
+
+def _zero_case_fails(spec, in_shape, i) -> bool:
+    """True when entry i (a symbolic e >= 0, allowzero=0) can be 0 only in runs that fail.
+
+    e is a positive multiple of a product of atoms, so e == 0 exactly when one atom is 0. For
+    each atom, the whole node is re-read with that atom at 0 -- every entry and input dim, the 0
+    entries copying input dims -- and the element counts must then differ for every value of
+    the other symbols. (A -1 or an entry that might still be 0 there: not decided.)"""
+    e = spec[i]
+    if not isinstance(e, Expr) or len(e.terms) != 1 or -1 in spec or not provably_nonneg(e):
+        return False
+    mono, coef = e.terms[0]
+    if not mono or coef <= 0:
+        return False
+    for atom, _ in mono:
+        def zero(d, atom=atom):
+            if not isinstance(d, Expr):
+                return d
+            return substitute(d, {atom.args[0]: 0}) if atom.kind == "sym" else replace_atom(d, atom, 0)
+
+        ins = [zero(d) for d in in_shape]
+        outs = []
+        for j, entry in enumerate(spec):
+            v = zero(entry)
+            if v == 0:
+                if j >= len(ins):
+                    return False
+                v = ins[j]
+            elif not (isinstance(v, int) and v > 0) and not provably_positive(v):
+                return False
+            outs.append(v)
+        if not _never_equal(prod(ins), prod(outs)):
+            return False
+    return True
+
+
+def _never_equal(a, b) -> bool:
+    if a == b:
+        return False
+    diff = sub(a, b)
+    if isinstance(diff, int):
+        return diff != 0
+    return provably_positive(diff) or provably_positive(sub(0, diff)) or _counts_never_match(a, b)
 
 
 def _integral(q) -> bool:
