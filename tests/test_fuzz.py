@@ -86,7 +86,7 @@ def _mutate(m, ops, draw_int):
                 t.raw_data = t.raw_data[: len(t.raw_data) // 2]  # too short for its dims
             elif choice == 1 and len(t.dims):
                 t.dims[0] = [0, 1, 3, 2**31][a % 4]
-            elif choice == 2 and t.data_type == TensorProto.INT64 and t.raw_data:
+            elif choice == 2 and t.data_type == TensorProto.INT64 and t.raw_data and len(t.raw_data) % 8 == 0:
                 vals = np.frombuffer(t.raw_data, np.int64).copy()
                 vals[a % max(len(vals), 1) if len(vals) else 0:] = [-7, -1, 0, 2**62][b % 4]
                 t.raw_data = vals.tobytes()
