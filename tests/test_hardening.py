@@ -286,3 +286,42 @@ def test_initializer_with_wrong_byte_count_is_an_error_not_a_crash(capsys, tmp_p
         code, text, written = _run(capsys, command, path, tmp_path)
         assert code in (0, 1) and text.strip()
 
+
+
+def test_a_constant_loop_with_a_huge_trip_count_is_not_run(capsys, tmp_path):
+    """Folding would run the loop 10^12 times: it is declined up front (no hang)."""
+    import signal
+
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "one"], ["v_out"]), helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["M", "c", "v0"], ["v"], body=body, name="loop"),
+         helper.make_node("Add", ["x", "v"], ["y"], name="add")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 1])],
+        [helper.make_tensor("M", TensorProto.INT64, [], [10**12]), helper.make_tensor("c", TensorProto.BOOL, [], [True]),
+         helper.make_tensor("v0", TensorProto.FLOAT, [1], [0.0])])
+    path = _save(tmp_path, "loop.onnx", helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]))
+
+    def timeout(*_):
+        raise AssertionError("took more than 60 s")
+
+    old = signal.signal(signal.SIGALRM, timeout)
+    signal.alarm(60)
+    try:
+        for command in COMMANDS:
+            code, out, written = _run(capsys, command, path, tmp_path)
+            assert code == 0, out
+        code = main(["optimize", str(path), "-o", str(tmp_path / "out" / "o.onnx"), "--explain"])
+        out = capsys.readouterr().out
+        assert code == 0 and "Loop" in [n.op_type for n in onnx.load(str(tmp_path / "out" / "o.onnx")).graph.node]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx_graphsurgeon as gs
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from ..fold.folder import constant_array, constant_values, fold_node, outer_variables, within_budget
 from ..fold.kernels import FoldError
@@ -32,6 +32,140 @@ def _known_int_value(ctx, tensor):
         return np.array(flat, dtype=helper.tensor_dtype_to_np_dtype(fact.dtype)).reshape(fact.value.shape)
     except (OverflowError, ValueError, TypeError):
         return None
+
+
+# Ops whose output can be far larger than their inputs, or whose work is not bounded by them:
+# folded only when inference knows the output's size beforehand.
+GROWING_OPS = frozenset({"ConstantOfShape", "Expand", "Tile", "Range", "Resize", "Upsample", "Pad", "OneHot",
+                         "Loop", "Scan", "If", "SequenceConstruct", "ConcatFromSequence", "SplitToSequence"})
+MAX_LOOP_TRIPS = 10_000
+MAX_REFERENCE_INPUT_BYTES = 64 * 2**20
+
+
+def _too_costly(ctx, node, arrays) -> str:
+    """Why computing node now could blow up memory or time (so it is not tried), or ''."""
+    in_bytes = sum(a.nbytes for a in arrays if a is not None and a.dtype != object)
+    if in_bytes > MAX_REFERENCE_INPUT_BYTES:
+        return f"its inputs hold {in_bytes} bytes"
+    predicted = 0
+    for t in node.outputs:
+        if t.is_empty():
+            continue
+        fact = ctx.facts.fact(t.name)
+        shape = None if fact is None else fact.shape
+        if shape is None or not all(type(d) is int for d in shape) or not fact.dtype:
+            predicted = None
+            break
+        try:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(fact.dtype)).itemsize
+        except Exception:
+            itemsize = 8
+        n = 1
+        for d in shape:
+            n *= d
+        predicted += n * itemsize
+    if predicted is not None and predicted > max(in_bytes, ctx.fold_budget):
+        return f"the output would hold {predicted} bytes, more than its inputs and the budget"
+    if predicted is None and node.op in GROWING_OPS:
+        predicted = _size_from_inputs(node, arrays)
+        if predicted is None:
+            predicted = _size_by_inference(ctx, node, arrays)
+        if predicted is None:
+            return "the output's size is not known before computing it"
+        if predicted > max(in_bytes, ctx.fold_budget):
+            return f"the output would hold {predicted} bytes, more than its inputs and the budget"
+    if node.op == "Loop":
+        trips = arrays[0] if arrays else None
+        if trips is None or trips.size != 1 or int(trips.reshape(-1)[0]) > MAX_LOOP_TRIPS:
+            return f"the trip count is absent or above {MAX_LOOP_TRIPS}"
+    return ""
+
+
+def _size_from_inputs(node, arrays):
+    """Bytes the outputs of a growing op will hold, read off its constant inputs (None: cannot
+    tell). Control flow counts when its bodies hold no growing op and no loop."""
+    def ints(k):
+        a = arrays[k] if k < len(arrays) else None
+        if a is None or a.dtype.kind not in "iu":
+            return None
+        return [int(v) for v in a.reshape(-1)]
+
+    def count(dims):
+        n = 1
+        for d in dims:
+            if d < 0:
+                return None
+            n *= d
+        return n
+
+    op, x = node.op, arrays[0] if arrays else None
+    item = 8
+    if op == "ConstantOfShape":
+        dims = ints(0)
+        return None if dims is None else count(dims) * item
+    if op in ("Expand", "Tile") and x is not None:
+        other = ints(1)
+        if other is None:
+            return None
+        if op == "Tile":
+            return None if len(other) != x.ndim else count(d * r for d, r in zip(x.shape, other)) * max(x.itemsize, 1)
+        shape = list(x.shape)
+        rank = max(len(shape), len(other))
+        shape, other = [1] * (rank - len(shape)) + shape, [1] * (rank - len(other)) + other
+        return count(max(a, b) for a, b in zip(shape, other)) * max(x.itemsize, 1)
+    if op == "Range" and len(arrays) == 3 and all(a is not None and a.size == 1 for a in arrays):
+        start, limit, delta = (float(a.reshape(-1)[0]) for a in arrays)
+        if delta == 0 or not all(np.isfinite(v) for v in (start, limit, delta)):
+            return None
+        return max(int(np.ceil((limit - start) / delta)), 0) * item
+    if op == "Pad" and x is not None:
+        pads = ints(1) if len(arrays) > 1 else [int(p) for p in node.attrs.get("pads", [])]
+        if not pads or len(pads) != 2 * x.ndim:
+            return None
+        return count(d + pads[i] + pads[i + x.ndim] for i, d in enumerate(x.shape)) * max(x.itemsize, 1)
+    if op == "OneHot" and x is not None and len(arrays) > 1 and arrays[1] is not None and arrays[1].size == 1:
+        return x.size * abs(int(arrays[1].reshape(-1)[0])) * item
+    if op in ("If", "Loop", "Scan") and not _grows_inside(node):
+        return sum(a.nbytes for a in arrays if a is not None and a.dtype != object)
+    return None
+
+
+def _size_by_inference(ctx, node, arrays):
+    """Bytes of node's outputs as shapeinfer infers them for these constant inputs -- the
+    rules bound sizes without computing anything (None: some output size stays unknown)."""
+    from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
+
+    from ..api import infer
+
+    try:
+        proto = OnnxExporter.export_node(node)
+        inits = [numpy_helper.from_array(a, t.name) for t, a in zip(node.inputs, arrays)
+                 if a is not None and not t.is_empty()]
+        outs = [helper.make_empty_tensor_value_info(t.name) for t in node.outputs if not t.is_empty()]
+        model = helper.make_model(helper.make_graph([proto], "size", [], outs, inits), ir_version=ctx.ir_version,
+                                  opset_imports=[helper.make_opsetid(d, v) for d, v in ctx.opsets.items()])
+        facts = infer(model)
+    except Exception:
+        return None
+    total = 0
+    for o in outs:
+        fact = facts.fact(o.name)
+        if fact is None or fact.shape is None or not all(type(d) is int for d in fact.shape):
+            return None
+        n = 1
+        for d in fact.shape:
+            n *= d
+        total += n * 8
+    return total
+
+
+def _grows_inside(node) -> bool:
+    for v in node.attrs.values():
+        if isinstance(v, gs.Graph):
+            for n in v.nodes:
+                if n.op in GROWING_OPS or _grows_inside(n):
+                    return True
+    return False
 
 
 @register
@@ -67,6 +201,10 @@ class ConstantFoldingPass(Pass):
         version = ctx.opsets.get(domain)
         if version is None:
             return False
+        why = _too_costly(ctx, node, arrays)
+        if why:
+            result.decline(node, f"not folded: {why}")
+            return True
         try:
             outs = fold_node(node, arrays, version, ctx.opsets, ctx.ir_version)
         except FoldError as e:
