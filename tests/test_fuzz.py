@@ -104,6 +104,12 @@ def _mutate(m, ops, draw_int):
                     d.dim_value = v
             elif b % 2:
                 vi.type.tensor_type.shape.dim.add().dim_value = 3
+        elif kind == "optype" and nodes:
+            nodes[a % len(nodes)].op_type = OPS[b % len(OPS)]
+        elif kind == "drop-attr" and nodes:
+            n = nodes[a % len(nodes)]
+            if n.attribute:
+                del n.attribute[b % len(n.attribute)]
         elif kind == "opset":
             m.opset_import[0].version = [1, 5, 11, 13, 30][b % 5]
         elif kind == "output":
@@ -112,8 +118,12 @@ def _mutate(m, ops, draw_int):
     return m
 
 
+OPS = ["Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Slice", "Unsqueeze", "Squeeze", "Transpose",
+       "MatMul", "Gemm", "Conv", "Resize", "Pad", "Split", "Range", "ConstantOfShape", "Where", "Einsum", "TopK",
+       "NonZero", "Loop", "If", "Scan", "Softmax", "ReduceSum", "Flatten", "DepthToSpace", "OneHot", "Frobnicate"]
 MUTATION = st.tuples(
-    st.sampled_from(["drop", "duplicate", "rewire", "swap", "attr", "initializer", "input-shape", "opset", "output"]),
+    st.sampled_from(["drop", "duplicate", "rewire", "swap", "attr", "initializer", "input-shape", "opset", "output",
+                     "optype", "drop-attr"]),
     st.integers(0, 10_000), st.integers(0, 10_000))
 
 
