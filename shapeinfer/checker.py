@@ -170,7 +170,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
             report.add(WARNING, "unknown-op", d.message, d.node_name, d.op_type)
         else:
             report.add(WARNING, "inference-fallback", d.message, d.node_name, d.op_type)
-    _declared(result, report)
+    _declared(result, report, engine)
     _per_node(m.graph, result, report, nonempty)
 
 
@@ -271,8 +271,12 @@ def _cycle(graph, produced: dict) -> Optional[list]:
     return None
 
 
-def _declared(result, report: CheckReport) -> None:
-    """Declared shapes on outputs/value_info that inference proves different."""
+def _declared(result, report: CheckReport, engine=None) -> None:
+    """Declared shapes on outputs/value_info that inference proves different (or equal only
+    for some sizes, when the declared dim is an expression over the input symbols)."""
+    from .symbolic import free_symbols, provably_positive, sub
+
+    inputs = result.input_symbols()
     g = result.model.graph
     producers = {o: n for n in g.node for o in n.output}
     for vi in list(g.output) + list(g.value_info):
@@ -295,6 +299,26 @@ def _declared(result, report: CheckReport) -> None:
                 if isinstance(ours, int) and ours != theirs or (not isinstance(ours, int) and _never(ours, theirs)):
                     report.add(ERROR, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
                                f"is {to_str(ours)}, never {theirs}; inferred {_shape_str(fact.shape)}", node, op)
+                    break
+            elif d.dim_param and engine is not None and not result.is_unknown_dim(ours):
+                # a declared expression over the input symbols is a claim: check it
+                try:
+                    theirs = engine.param(d.dim_param)
+                except Exception:
+                    continue
+                free = free_symbols(theirs)
+                if not free or not free <= inputs or str(theirs) == str(ours):
+                    continue  # a free name (seq_plus_1) only names the dim
+                diff = sub(ours, theirs)
+                if isinstance(diff, int) or provably_positive(diff) or provably_positive(sub(0, diff)):
+                    report.add(ERROR, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
+                               f"is {to_str(ours)}, never {d.dim_param}; inferred {_shape_str(fact.shape)}", node, op)
+                    break
+                example = _counterexample((ours, theirs), _holds("equal", ours, theirs))
+                if example is not None:
+                    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
+                               f"is {to_str(ours)}: equal to {d.dim_param} only for some sizes (not for "
+                               f"{_binding_str(example)})", node, op)
                     break
 
 

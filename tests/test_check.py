@@ -225,3 +225,21 @@ def test_parallel_and_serial_reports_agree(tmp_path):
     b = runner.invoke(cli, ["check", "--format", "json", "-j", "2"] + CORPUS[:4])
     strip = lambda d: [{k: v for k, v in m.items() if k != "seconds"} for m in json.loads(d)["models"]]  # noqa: E731
     assert a.exit_code == b.exit_code == 0 and strip(a.output) == strip(b.output)
+
+
+def test_declared_symbolic_dims_are_checked_against_inference():
+    # declared seq where the output has seq+1 rows: never equal -- an error
+    m = _model("g (float[B,S,4] x) => (float[B,S,4] y) <float[1,1,4] z = {0., 0., 0., 0.}, int64 i0 = {0},"
+               " int64[1] ax = {0}, int64[1] one = {1}, int64[1] four = {4}> {"
+               " s = Shape(x)  b = Gather<axis = 0>(s, i0)  u = Unsqueeze(b, ax)  c = Concat<axis = 0>(u, one, four)"
+               " e = Expand(z, c)  y = Concat<axis = 1>(e, x) }")
+    report = check(m)
+    errs = [f for f in report.errors if f.code == "declared-shape"]
+    assert errs and "never S" in errs[0].message, report.findings
+    # declared B where inference has S: equal only when B == S -- a warning with a size that breaks it
+    m = _model("g (float[B,S] x) => (float[B,B] y) { y = Relu(x) }")
+    report = check(m)
+    warns = [f for f in report.findings if f.code == "declared-shape"]
+    assert warns and warns[0].severity == "warning" and "only for some sizes" in warns[0].message, report.findings
+    # a free name for a dim is fine
+    assert check(_model("g (float[B,S] x) => (float[B,S_out] y) { y = Relu(x) }"), strict=True).findings == []
