@@ -33,7 +33,7 @@ import onnx
 from onnx import ModelProto
 
 from .errors import ModelLoadError, ShapeInferenceError
-from .symbolic import to_str
+from .symbolic import atoms, to_str
 
 ERROR, WARNING = "error", "warning"
 INT64_MAX = 2**63 - 1
@@ -156,7 +156,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
             # that no binding of the symbols breaks is an identity the algebra did not see
             kind, a, b = d.dims
             if any(x.kind == "bcast" or (x.kind == "sym" and x.args[0] in engine.minted)
-                   for y in (a, b) for x in _atoms(y)):
+                   for y in (a, b) for x in atoms(y)):
                 continue
             example = _counterexample((a, b), _holds(kind, a, b), nonempty)
             if example is not None:
@@ -362,7 +362,7 @@ def _per_node(graph, result, report: CheckReport, nonempty=()) -> None:
             for d in fact.shape:
                 if not isinstance(d, Expr):
                     continue
-                for atom in _atoms(d):
+                for atom in atoms(d):
                     if atom.kind == "bcast" and atom not in seen_bcast:
                         seen_bcast.add(atom)
                         if not any(result.is_unknown_dim(a) for a in atom.args):
@@ -419,7 +419,7 @@ def _counterexample(dims, holds, nonempty=()) -> Optional[dict]:
 
     lows: dict = {}
     for d in dims:
-        for atom in _atoms(d):
+        for atom in atoms(d):
             if atom.kind == "sym":
                 lows[atom.args[0]] = max(lows.get(atom.args[0], 0), atom.lo)
     names = sorted(lows)
@@ -462,19 +462,7 @@ def _equal_condition(args) -> str:
     return " and ".join(to_str(a) for a in args) + " are equal (or 1)"
 
 
-def _atoms(d):
-    from .symbolic.expr import Expr
 
-    stack = [d]
-    while stack:
-        x = stack.pop()
-        if not isinstance(x, Expr):
-            continue
-        for mono, _ in x.terms:
-            for atom, _ in mono:
-                yield atom
-                if atom.kind != "sym":
-                    stack.extend(atom.args)
 
 
 def check_many(paths: list, *, strict: bool = False, assume_nonempty: bool = False, jobs: int = 1) -> list:

@@ -777,6 +777,20 @@ def substitute(d: Dim, mapping: Mapping) -> Dim:
     return total
 
 
+def atoms(d: Dim):
+    """Every atom of d at any depth (those inside other atoms too), outermost first."""
+    stack = [d]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, Expr):
+            continue
+        for mono, _ in x.terms:
+            for atom, _ in mono:
+                yield atom
+                if atom.kind != "sym":
+                    stack.extend(atom.args)
+
+
 def free_symbols(d: Dim) -> set:
     """Names of the symbols d depends on."""
     out: set = set()
