@@ -462,9 +462,6 @@ def _equal_condition(args) -> str:
     return " and ".join(to_str(a) for a in args) + " are equal (or 1)"
 
 
-
-
-
 def check_many(paths: list, *, strict: bool = False, assume_nonempty: bool = False, jobs: int = 1) -> list:
     """Reports for several models, in the order given; ``jobs`` > 1 uses that many processes."""
     if jobs <= 1 or len(paths) <= 1:

@@ -13,7 +13,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-import onnx
 from onnx import ModelProto
 
 from .api import infer, load_model
