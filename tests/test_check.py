@@ -136,7 +136,7 @@ def test_reshape_valid_only_for_some_sizes_is_a_warning_with_a_size_that_breaks_
     report = check(m)
     f = [f for f in report.findings if f.code == "conditional-shape"]
     assert f and f[0].severity == "warning" and report.ok, report.findings
-    assert "multiple of 4" in f[0].message
+    assert "valid only when S is a multiple of 4" in f[0].message
     binding = dict(kv.split("=") for kv in f[0].message.rsplit("it fails for ", 1)[1].split(", "))
     assert int(binding["S"]) % 4 != 0
     strict = check(m, strict=True)

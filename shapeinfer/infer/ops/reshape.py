@@ -89,7 +89,7 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
                 if isinstance(q, int) and q < 0:
                     raise ctx.error(f"shape {_spec_str(spec)}: -1 would be negative")
                 if not _integral(q):
-                    ctx.condition(f"valid only when {to_str(total_in)} is a multiple of {to_str(denom)} "
+                    ctx.condition(f"valid only when {_multiple_str(q, total_in, denom)} "
                                   f"(the -1 of shape {_spec_str(spec)})", "multiple", total_in, denom)
                 out[infer_at] = q
     elif total_in is not None and all(d is not None for d in out):
@@ -155,6 +155,21 @@ def _never_equal(a, b) -> bool:
     if isinstance(diff, int):
         return diff != 0
     return provably_positive(diff) or provably_positive(sub(0, diff)) or _counts_never_match(a, b)
+
+
+def _multiple_str(q, total, denom) -> str:
+    """The condition for q = total/denom to be whole, said simply: for q = P/c (P with integer
+    coefficients, c an integer) "P is a multiple of c" -- [B,S] to [0,-1,4] needs "S is a
+    multiple of 4"; otherwise in full."""
+    from math import lcm
+
+    if isinstance(q, Expr) and all(a.kind != "div" for mono, _ in q.terms for a, _ in mono):
+        c = 1
+        for _, coef in q.terms:
+            c = lcm(c, Fraction(coef).denominator)
+        if c > 1:
+            return f"{to_str(q * c)} is a multiple of {c}"
+    return f"{to_str(total)} is a multiple of {to_str(denom)}"
 
 
 def _integral(q) -> bool:
