@@ -175,54 +175,68 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
 
 
 def _structure(graph, outer: set, report: CheckReport) -> bool:
-    """Duplicate producers, dangling inputs, cycles (subgraphs too). True if any was found."""
-    found = False
-    where = "" if not outer else " (in a subgraph)"
-    produced: dict = {}
-    for t in graph.input:
-        produced[t.name] = None
-    for t in graph.initializer:
-        produced.setdefault(t.name, None)
-    for t in graph.sparse_initializer:
-        produced.setdefault(t.values.name, None)
-    for n in graph.node:
-        for o in n.output:
-            if not o:
-                continue
-            if o in produced:
-                other = produced[o]
-                what = f"node {other.name!r} ({other.op_type})" if other is not None else "a graph input or initializer"
-                report.add(ERROR, "duplicate-output", f"its output {o!r} is also produced by {what}{where}", n.name, n.op_type)
-                found = True
-            else:
-                produced[o] = n
+    """Duplicate producers, dangling inputs, cycles (subgraphs too). True if any was found.
+
+    One pass over the nodes (their inputs and outputs read from the protobuf once); the cycle
+    search runs only when the nodes are not already in topological order."""
     from .infer.protos import tensor_problem
 
+    found = False
+    where = "" if not outer else " (in a subgraph)"
+    nodes = list(graph.node)
+    ins = [list(n.input) for n in nodes]
+    producer: dict = {}  # tensor name -> index of its node, -1 for a graph input or initializer
+    for t in graph.input:
+        producer[t.name] = -1
     for t in graph.initializer:
+        producer.setdefault(t.name, -1)
         problem = tensor_problem(t)
         if problem:
             report.add(ERROR, "initializer", f"initializer {t.name!r}{where}: {problem}")
             found = True
-    names = set(produced) | outer
-    for n in graph.node:
-        for i in n.input:
-            if i and i not in names:
-                report.add(ERROR, "dangling-input", f"input {i!r} is produced by no node, graph input or initializer{where}",
-                           n.name, n.op_type)
-                found = True
+    for t in graph.sparse_initializer:
+        producer.setdefault(t.values.name, -1)
+    for k, n in enumerate(nodes):
+        for o in n.output:
+            if not o:
+                continue
+            other = producer.get(o)
+            if other is None:
+                producer[o] = k
+                continue
+            what = (f"node {nodes[other].name!r} ({nodes[other].op_type})" if other >= 0
+                    else "a graph input or initializer")
+            report.add(ERROR, "duplicate-output", f"its output {o!r} is also produced by {what}{where}", n.name, n.op_type)
+            found = True
+    in_order = True
+    for k, names in enumerate(ins):
+        for i in names:
+            if not i:
+                continue
+            p = producer.get(i)
+            if p is None:
+                if i not in outer:
+                    n = nodes[k]
+                    report.add(ERROR, "dangling-input", f"input {i!r} is produced by no node, graph input or "
+                               f"initializer{where}", n.name, n.op_type)
+                    found = True
+            elif p >= k:
+                in_order = False
     for o in graph.output:
-        if o.name not in names:
+        if o.name not in producer and o.name not in outer:
             report.add(ERROR, "dangling-input", f"graph output {o.name!r} is produced by nothing{where}")
             found = True
-    cycle = _cycle(graph, produced)
+    cycle = None if in_order else _cycle(nodes, ins, producer)
     if cycle is not None:
         report.add(ERROR, "not-a-dag", f"the graph has a cycle through this node{where}: "
                    + " -> ".join(repr(c.name or c.op_type) for c in cycle), cycle[0].name, cycle[0].op_type)
         found = True
-    for n in graph.node:
+    names = None
+    for n in nodes:
         for a in n.attribute:
             subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
             for g in subs:
+                names = names if names is not None else set(producer) | outer
                 found |= _structure(g, names, report)
     return found
 
@@ -236,17 +250,9 @@ def validate_structure(model: ModelProto) -> None:
         raise ShapeInferenceError(f"[{f.code}] {f.message}", node_name=f.node, op_type=f.op)
 
 
-def _cycle(graph, produced: dict) -> Optional[list]:
+def _cycle(nodes, ins, producer: dict) -> Optional[list]:
     """Some cycle of nodes (as a list) if the nodes' data dependencies have one."""
-    index = {id(n): k for k, n in enumerate(graph.node)}
-    deps = []
-    for n in graph.node:
-        ds = set()
-        for i in n.input:
-            p = produced.get(i)
-            if p is not None:
-                ds.add(index[id(p)])
-        deps.append(ds)
+    deps = [{producer[i] for i in names if i and producer.get(i, -1) >= 0} for names in ins]
     color = [0] * len(deps)  # 0 new, 1 on the stack, 2 done
     for start in range(len(deps)):
         if color[start]:
@@ -263,7 +269,7 @@ def _cycle(graph, produced: dict) -> Optional[list]:
                 path.pop()
             elif color[nxt] == 1:
                 loop = path[path.index(nxt):]
-                return [graph.node[j] for j in reversed(loop)]
+                return [nodes[j] for j in reversed(loop)]
             elif color[nxt] == 0:
                 color[nxt] = 1
                 stack.append((nxt, iter(deps[nxt])))
