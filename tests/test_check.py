@@ -243,3 +243,20 @@ def test_declared_symbolic_dims_are_checked_against_inference():
     assert warns and warns[0].severity == "warning" and "only for some sizes" in warns[0].message, report.findings
     # a free name for a dim is fine
     assert check(_model("g (float[B,S] x) => (float[B,S_out] y) { y = Relu(x) }"), strict=True).findings == []
+
+
+@pytest.mark.parametrize("file,axis,size,code,node,fragment", [
+    # exported for 32x32 images, declared for 48: 25 patches meet 17 position embeddings
+    ("vit_torchvision_classic.onnx", 2, 48, "shape-error", "/encoder/Add", "25 and 17"),
+    # the dynamo export declares every intermediate shape: the Conv's one is now wrong
+    ("vit_torchvision_dynamo.onnx", 2, 48, "declared-shape", "node_Conv_206", "never 4"),
+    # a sequence of 80 tokens, 64 position embeddings
+    ("gpt2_dynamo.onnx", 1, 80, "shape-error", "node_embedding_1", "out of range"),
+])
+def test_broken_copies_of_corpus_models_fail_at_the_right_node(file, axis, size, code, node, fragment):
+    m = onnx.load(os.path.join(FIXTURES, "corpus", file))
+    m.graph.input[0].type.tensor_type.shape.dim[axis].dim_value = size
+    report = check(m)
+    assert report.exit_code == 1
+    found = [f for f in report.errors if f.code == code and f.node == node]
+    assert found and fragment in found[0].message, [f.line() for f in report.errors]
