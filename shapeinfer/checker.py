@@ -33,6 +33,7 @@ import onnx
 from onnx import ModelProto
 
 from .errors import ModelLoadError, ShapeInferenceError
+from .infer.context import node_label
 from .symbolic import atoms, to_str
 
 ERROR, WARNING = "error", "warning"
@@ -64,6 +65,7 @@ class CheckReport:
     seconds: float = 0.0
     strict: bool = False
     unreadable: bool = False
+    assume_nonempty: bool = False
 
     def add(self, severity, code, message, node="", op="") -> None:
         self.findings.append(Finding(severity, code, message, node or "", op or ""))
@@ -99,7 +101,7 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, name: O
     """Check one model (a path or a ModelProto); never raises for a bad model: see the findings."""
     t0 = time.perf_counter()
     path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
-    report = CheckReport(path=name or path or "<model>", strict=strict)
+    report = CheckReport(path=name or path or "<model>", strict=strict, assume_nonempty=assume_nonempty)
     try:
         _check(model, path, report, assume_nonempty)
     except ModelLoadError as e:
@@ -206,7 +208,7 @@ def _structure(graph, outer: set, report: CheckReport) -> bool:
                 continue
             what = (f"node {nodes[other].name!r} ({nodes[other].op_type})" if other >= 0
                     else "a graph input or initializer")
-            report.add(ERROR, "duplicate-output", f"its output {o!r} is also produced by {what}{where}", n.name, n.op_type)
+            report.add(ERROR, "duplicate-output", f"its output {o!r} is also produced by {what}{where}", node_label(n), n.op_type)
             found = True
     in_order = True
     for k, names in enumerate(ins):
@@ -218,7 +220,7 @@ def _structure(graph, outer: set, report: CheckReport) -> bool:
                 if i not in outer:
                     n = nodes[k]
                     report.add(ERROR, "dangling-input", f"input {i!r} is produced by no node, graph input or "
-                               f"initializer{where}", n.name, n.op_type)
+                               f"initializer{where}", node_label(n), n.op_type)
                     found = True
             elif p >= k:
                 in_order = False
@@ -293,7 +295,7 @@ def _declared(result, report: CheckReport, engine=None) -> None:
         if not tt.HasField("shape"):
             continue
         n = producers.get(vi.name)
-        node, op = (n.name, n.op_type) if n is not None else ("", "")
+        node, op = (node_label(n), n.op_type) if n is not None else ("", "")
         dims = tt.shape.dim
         if len(dims) != len(fact.shape):
             report.add(ERROR, "declared-shape", f"{vi.name!r} is declared with rank {len(dims)}, inferred "
@@ -361,10 +363,10 @@ def _per_node(graph, result, report: CheckReport, nonempty=()) -> None:
                     count *= d
                 if count > INT64_MAX:
                     report.add(ERROR, "int64-overflow", f"output {o!r} of shape {_shape_str(fact.shape)} would have "
-                               f"{count:.3g} elements, more than int64 can count", n.name, n.op_type)
+                               f"{count:.3g} elements, more than int64 can count", node_label(n), n.op_type)
                 elif count >= HUGE_ELEMENTS:
                     report.add(WARNING, "huge-tensor", f"output {o!r} of shape {_shape_str(fact.shape)} has "
-                               f"{count:.3g} elements", n.name, n.op_type)
+                               f"{count:.3g} elements", node_label(n), n.op_type)
             for d in fact.shape:
                 if not isinstance(d, Expr):
                     continue
@@ -381,10 +383,10 @@ def _per_node(graph, result, report: CheckReport, nonempty=()) -> None:
             if _counterexample(atom.args, _broadcasts(atom.args), nonempty) is None:
                 continue
             report.add(WARNING, "forced-broadcast", f"broadcasting holds only when {_equal_condition(atom.args)} "
-                       f"(inferred as bcast({', '.join(to_str(a) for a in atom.args)}))", n.name, n.op_type)
+                       f"(inferred as bcast({', '.join(to_str(a) for a in atom.args)}))", node_label(n), n.op_type)
         if new_unknown:
             report.add(WARNING, "unknown-dims", f"output dims no rule could express: {', '.join(new_unknown)}",
-                       n.name, n.op_type)
+                       node_label(n), n.op_type)
 
 
 PROBES = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 33, 63, 64, 65, 100, 127, 128, 224, 255, 256,
@@ -490,6 +492,9 @@ def render_text(reports: list) -> str:
             lines.append(f"{r.path}: " + Finding(sev, f.code, f.message, f.node, f.op).line())
     for r in reports:
         lines.append(r.summary())
+    if any(f.code == "unknown-dims" for r in reports if not r.assume_nonempty for f in r.findings):
+        lines.append("hint: a dim is often unknown only because some tensor might be empty (a Reshape entry that "
+                     "could be 0 copies the input dim); --assume-nonempty takes no tensor to be empty")
     return "\n".join(lines) + "\n"
 
 

@@ -47,7 +47,7 @@ class NodeContext:
 
     @property
     def name(self) -> str:
-        return self.node.name
+        return node_label(self.node)
 
     def input(self, i: int) -> Optional[Fact]:
         """The fact of input i, or None when the input is absent or unknown."""
@@ -126,3 +126,11 @@ def _dtype_name(dtype: int) -> str:
         return TensorProto.DataType.Name(dtype).lower()
     except ValueError:
         return f"type {dtype}"
+
+
+def node_label(node) -> str:
+    """A node's name, or for an unnamed one what identifies it: its first output."""
+    if node.name:
+        return node.name
+    first = next((o for o in node.output if o), "")
+    return f"<unnamed, output {first!r}>" if first else "<unnamed>"

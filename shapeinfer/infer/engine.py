@@ -19,7 +19,7 @@ from ..errors import ShapeInferenceError
 from ..symbolic import Dim, add, provably_positive, substitute, sym
 from ..symbolic.expr import Expr
 from . import ops  # noqa: F401  (registers the rules)
-from .context import NodeContext
+from .context import NodeContext, node_label
 from .facts import Fact
 from .fallback import infer_with_onnx
 from .protos import fact_from_type, parse_dim_param, tensor_problem, value_from_tensor
@@ -182,7 +182,7 @@ class Engine:
         return self._minted_order.get(name, -1)
 
     def warn(self, node, message: str, severity: str = "warning", dims: tuple = ()) -> None:
-        self.diagnostics.append(Diagnostic(severity, node.name, node.op_type, message, dims))
+        self.diagnostics.append(Diagnostic(severity, node_label(node), node.op_type, message, dims))
 
     # -- the walk ------------------------------------------------------------------------------
 
@@ -307,7 +307,7 @@ class Engine:
                 if not self.keep_going:
                     raise
                 # check mode: record it, give the outputs unknown facts and walk on
-                self.diagnostics.append(Diagnostic("error", node.name, node.op_type, e.rule))
+                self.diagnostics.append(Diagnostic("error", node_label(node), node.op_type, e.rule))
                 return [Fact() for _ in range(n_out)]
             except Exception as e:  # a rule that cannot handle odd input must not crash the walk
                 self.warn(node, f"rule failed ({type(e).__name__}: {e}); used onnx inference")
