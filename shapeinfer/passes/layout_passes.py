@@ -4,7 +4,7 @@
   permutation; a Transpose whose permutation is the identity is dropped. Pure data movement:
   bit-exact.
 - ``fuse-gemm``: MatMul of two 2-D tensors followed by an Add of a bias that broadcasts to the
-  product's shape (and not beyond it) becomes one Gemm (alpha = beta = 1). Float types only.
+  product's shape (and not beyond it) becomes one Gemm (alpha = beta = 1). float/double only.
   The sum is the same mathematical one; a float result may differ in the last bit where a
   kernel adds the bias in another order (onnxruntime's own MatMulAddFusion makes the same
   rewrite inside a session, so under onnxruntime the results agree).
@@ -60,7 +60,9 @@ class MergeTransposesPass(Pass):
         return result
 
 
-GEMM_TYPES = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16}
+# float and double only: every runtime has those Gemm kernels (onnxruntime's CPU provider has
+# MatMul and Add for float16, not always Gemm) -- a rewrite must not make a model unrunnable
+GEMM_TYPES = {TensorProto.FLOAT, TensorProto.DOUBLE}
 
 
 @register
@@ -72,7 +74,7 @@ class FuseGemmPass(Pass):
         result = PassResult()
         if ctx.opsets.get("", 0) < 9:
             return result
-        types = GEMM_TYPES | ({TensorProto.BFLOAT16} if ctx.opsets.get("", 0) >= 13 else set())
+        types = GEMM_TYPES
         for node in list(ctx.graph.nodes):
             if node.op != "MatMul" or len(node.inputs) != 2 or len(node.outputs) != 1:
                 continue
