@@ -195,12 +195,32 @@ def load_model(path: str | os.PathLike, load_external_data: bool = False) -> Mod
         raise ModelLoadError(f"{p}: not an ONNX model (the file does not parse as a ModelProto)") from None
     if not model.HasField("graph") or (not model.opset_import and not model.graph.node):
         raise ModelLoadError(f"{p}: not an ONNX model (no graph in it)")
+    bad = _not_text(model.graph)
+    if bad is not None:
+        raise ModelLoadError(f"{p}: not a readable ONNX model ({bad} is not valid UTF-8; the file is corrupt)")
     from .external import check_external_data
 
     check_external_data(model, os.path.dirname(os.path.abspath(p)))
     if load_external_data:
         onnx.external_data_helper.load_external_data_for_model(model, os.path.dirname(p) or ".")
     return model
+
+
+def _not_text(graph) -> Optional[str]:
+    """What among the graph's declared names and dim_params is not text (protobuf hands back
+    bytes for a string field holding invalid UTF-8), or None. Node fields are checked where the
+    walk reads them."""
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        if type(vi.name) is not str:
+            return f"the name {vi.name!r}"
+        if vi.type.HasField("tensor_type"):
+            for d in vi.type.tensor_type.shape.dim:
+                if type(d.dim_param) is not str:
+                    return f"the dim {d.dim_param!r} of {vi.name!r}"
+    for t in graph.initializer:
+        if type(t.name) is not str:
+            return f"the initializer name {t.name!r}"
+    return None
 
 
 def _as_model(model) -> ModelProto:

@@ -187,6 +187,9 @@ def _structure(graph, outer: set, report: CheckReport) -> bool:
     where = "" if not outer else " (in a subgraph)"
     nodes = list(graph.node)
     ins = [list(n.input) for n in nodes]
+    for n, names in zip(nodes, ins):
+        if not all(type(x) is str for x in names) or not all(type(x) is str for x in n.output):
+            raise ModelLoadError(f"node {n.name!r} ({n.op_type}): a tensor name is not valid UTF-8; the file is corrupt")
     producer: dict = {}  # tensor name -> index of its node, -1 for a graph input or initializer
     for t in graph.input:
         producer[t.name] = -1

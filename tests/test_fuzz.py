@@ -162,3 +162,23 @@ def test_cli_never_prints_a_traceback(tmp_path_factory, capsys, source, ops, com
     assert code in (0, 1, 2), text[-500:]
     if code != 0 and command != "check":
         assert not (folder / "out.onnx").exists()
+
+
+@_settings()
+@given(source=st.integers(0, len(SOURCES) - 1),
+       flips=st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 255)), min_size=1, max_size=8),
+       command=st.sampled_from(["infer", "optimize", "check"]))
+def test_cli_on_corrupted_bytes(tmp_path_factory, capsys, source, flips, command):
+    """Bytes of a serialized model overwritten at random places: whatever still parses must
+    get a verdict, never a traceback or an internal error."""
+    data = bytearray(_source(source).SerializeToString())
+    for where, value in flips:
+        data[where % len(data)] = value
+    folder = tmp_path_factory.mktemp("bytes")
+    path = folder / "m.onnx"
+    path.write_bytes(bytes(data))
+    args = [command, str(path)] + (["-o", str(folder / "out.onnx")] if command != "check" else [])
+    code = main(args)
+    text = "".join(capsys.readouterr())
+    assert "Traceback" not in text
+    assert code in (0, 1, 2), text[-500:]

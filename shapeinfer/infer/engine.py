@@ -15,7 +15,7 @@ from typing import Optional
 
 from onnx import TensorProto
 
-from ..errors import ShapeInferenceError
+from ..errors import ModelLoadError, ShapeInferenceError
 from ..symbolic import Dim, add, provably_positive, substitute, sym
 from ..symbolic.expr import Expr
 from . import ops  # noqa: F401  (registers the rules)
@@ -264,6 +264,9 @@ class Engine:
             else:
                 outs = self.infer_node(node, inputs, opsets, attr_scope, facts)
                 for name, fact in zip(node.output, outs):
+                    if type(name) is not str:
+                        raise ModelLoadError(f"node {node_label(node)!r} ({node.op_type}): an output name is not "
+                                             f"valid UTF-8 ({name!r}); the file is corrupt")
                     if fact.value is not None and fact.dtype in INT_LIMITS:
                         self._check_overflow(node, fact)
                     if name:

@@ -12,6 +12,10 @@ from .facts import INT_TYPES, UNKNOWN, Fact, value_from_numpy
 
 def parse_dim_param(text: str, symbol: Callable[[str], Dim] = sym) -> Dim:
     """A dim_param as a dim: an expression in the printed syntax, else an opaque symbol."""
+    if type(text) is not str:  # protobuf's bytes for invalid UTF-8
+        from ..errors import ModelLoadError
+
+        raise ModelLoadError(f"the dim {text!r} is not valid UTF-8; the file is corrupt")
     try:
         return parse(text, symbol)
     except ParseError:
