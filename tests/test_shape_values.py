@@ -193,3 +193,27 @@ def test_reshape_entry_that_may_be_zero_is_exact_only_when_the_zero_case_fails(t
             continue  # this binding does not run: nothing to compare
         shape = evaluate_shape(r.shape(out), binding)
         assert shape is None or shape == want, (binding, shape, want)
+
+
+def test_slice_from_minus_seq_on_a_dim_of_seq_is_exact_even_when_seq_is_zero():
+    """start = -S is negative unless S = 0 -- and then the dim is 0 too: both readings give S.
+    (T5's relative position bias slices this way.)"""
+    header = '<ir_version: 9, opset_import: ["" : 18]>\n'
+    model = parser.parse_model(header + (
+        "g (float[4,S,S] x) => (float y) <int64 i1 = {1}, int64[1] ax = {0}, int64[1] big = {9223372036854775807},"
+        " int64[1] axis = {2}> {"
+        " s = Shape(x)  n = Gather<axis = 0>(s, i1)  m = Neg(n)  u = Unsqueeze(m, ax)"
+        " y = Slice(x, u, big, axis) }"))
+    r = shapeinfer.infer(model)
+    assert r.shape_strs("y") == ["4", "S", "S"]
+    ref = ReferenceEvaluator(model)
+    for S in (0, 1, 3):
+        want = ref.run(None, {"x": np.zeros((4, S, S), np.float32)})[0].shape
+        assert evaluate_shape(r.shape("y"), {"S": S}) == want
+    # start = -S on a dim that is not S: for S = 0 the slice keeps the whole dim -- unknown
+    model = parser.parse_model(header + (
+        "g (float[4,S,7] x) => (float y) <int64 i1 = {1}, int64[1] ax = {0}, int64[1] big = {9223372036854775807},"
+        " int64[1] axis = {2}> {"
+        " s = Shape(x)  n = Gather<axis = 0>(s, i1)  m = Neg(n)  u = Unsqueeze(m, ax)"
+        " y = Slice(x, u, big, axis) }"))
+    assert shapeinfer.infer(model).classify("y") == "unknown"

@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from ...symbolic import BroadcastError, Dim, bcast, mul, provably_not_one
+from ...symbolic import BroadcastError, Dim, Expr, bcast, mul, provably_nonneg, provably_not_one, replace_atom, substitute
 from ..facts import UNKNOWN, Fact, as_dim, obj_array, shape_str
 
 
@@ -97,3 +97,24 @@ def normalize_axis(ctx, axis: int, rank: int) -> int:
     if not -rank <= axis < rank:
         raise ctx.error(f"axis {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
+
+
+def zero_implies_zero(e, in_dim) -> bool:
+    """True when e is never negative and, whenever e == 0, in_dim is 0 too (so an op that
+    treats e == 0 specially -- Reshape's copy, Slice's clamp -- gives the same either way)."""
+    if not provably_nonneg(e):
+        return False
+    if e == in_dim:
+        return True
+    if not isinstance(e, Expr) or len(e.terms) != 1:
+        return False
+    mono, coef = e.terms[0]
+    if not mono or coef <= 0:
+        return False
+    # e is a positive multiple of a product of atoms: it is 0 exactly when one of them is.
+    # A symbol is set to 0 everywhere in in_dim (inside other atoms too); another atom only
+    # where it stands as a factor.
+    return all(
+        (substitute(in_dim, {atom.args[0]: 0}) if atom.kind == "sym" else replace_atom(in_dim, atom, 0)) == 0
+        for atom, _ in mono
+    )

@@ -17,7 +17,7 @@ from typing import Optional
 from ...symbolic import Expr, provably_nonneg, provably_positive, replace_atom, sub, substitute, to_str, truediv
 from ..facts import Fact
 from ..registry import rule
-from ._util import prod, value_entries, value_length
+from ._util import prod, value_entries, value_length, zero_implies_zero
 
 
 def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Optional[int], allowzero: bool) -> Fact:
@@ -60,7 +60,7 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
         else:  # a symbolic entry: safe only where it cannot be 0 (copy) or -1 (infer)
             if ctx.positive(e) or (allowzero and provably_nonneg(e)):
                 out.append(e)
-            elif not allowzero and in_shape is not None and i < len(in_shape) and _zero_copies_itself(e, in_shape[i]):
+            elif not allowzero and in_shape is not None and i < len(in_shape) and zero_implies_zero(e, in_shape[i]):
                 out.append(e)  # e > 0 gives e; e == 0 copies the input dim, which is then 0 too
             elif not allowzero and in_shape is not None and i >= len(in_shape) and provably_nonneg(e):
                 out.append(e)  # e == 0 here has no input dim to copy: a valid run has e > 0
@@ -179,26 +179,6 @@ def _integral(q) -> bool:
     if not isinstance(q, Expr):
         return False
     return all(isinstance(c, int) and all(a.kind != "div" for a, _ in mono) for mono, c in q.terms)
-
-
-def _zero_copies_itself(e, in_dim) -> bool:
-    """True when the entry e is never negative and, whenever e == 0, the input dim is 0 too."""
-    if not provably_nonneg(e):
-        return False
-    if e == in_dim:
-        return True
-    if not isinstance(e, Expr) or len(e.terms) != 1:
-        return False
-    mono, coef = e.terms[0]
-    if not mono or coef <= 0:
-        return False
-    # e is a positive multiple of a product of atoms: it is 0 exactly when one of them is.
-    # A symbol is set to 0 everywhere in in_dim (inside other atoms too); another atom only
-    # where it stands as a factor.
-    return all(
-        (substitute(in_dim, {atom.args[0]: 0}) if atom.kind == "sym" else replace_atom(in_dim, atom, 0)) == 0
-        for atom, _ in mono
-    )
 
 
 def _counts_never_match(total_in, total_out) -> bool:

@@ -19,13 +19,13 @@ from ...symbolic import (
     dmin,
     floordiv,
     mul,
-
+    neg,
     provably_positive,
     sub,
 )
 from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, obj_array, value_from_numpy
 from ..registry import rule
-from ._util import dims_value, int_entries, normalize_axis, prod, value_entries
+from ._util import dims_value, int_entries, normalize_axis, prod, value_entries, zero_implies_zero
 
 INT64 = TensorProto.INT64
 # A Slice bound at or beyond this means "to the end": no tensor dim can reach it.
@@ -184,6 +184,10 @@ def slice_len(d, s, e, k: int):
                 return d
             sign = _sign(x)
             if sign is None:
+                # x <= 0 where x == 0 only when d == 0 (a start of -seq on a dim of size seq):
+                # both readings -- d + x for x < 0, 0 for x == 0 -- give max(d + x, 0)
+                if bounds(x)[1] <= 0 and zero_implies_zero(neg(x), d):
+                    return dmax(add(d, x), 0)
                 return None
             return dmax(add(d, x), 0) if sign < 0 else dmin(x, d)
 
