@@ -50,6 +50,11 @@ def _int_div(a, b):
         return q if (a >= 0) == (b >= 0) else -q
     if provably_nonneg(a) and provably_nonneg(b):
         return floordiv(a, b)  # b == 0 would fail at run time, so b > 0 here
+    if isinstance(b, int) and b > 0:
+        lo = bounds(a)[0]
+        if lo is not None and lo > -b:
+            # -b < a < 0 truncates to 0 where floor gives -1 (height-1 over 2 with height = 0)
+            return dmax(floordiv(a, b), 0)
     return UNKNOWN
 
 
