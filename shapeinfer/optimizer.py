@@ -126,7 +126,7 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
     if progress:
         progress("inferring shapes")
     facts = infer(src, assume_nonempty=assume_nonempty)
-    report.assumptions.extend(d.message for d in facts.diagnostics if d.severity == "future-opset")
+    report.assumptions.extend(d.message for d in facts.diagnostics if d.kind == "future-opset")
     ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
                       fold_budget=fold_budget, graph_outputs=graph_outputs,
                       ignore_signed_zero=ignore_signed_zero)

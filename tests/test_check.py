@@ -260,3 +260,18 @@ def test_broken_copies_of_corpus_models_fail_at_the_right_node(file, axis, size,
     assert report.exit_code == 1
     found = [f for f in report.errors if f.code == code and f.node == node]
     assert found and fragment in found[0].message, [f.line() for f in report.errors]
+
+
+def test_a_bug_on_one_model_fails_that_model_and_the_run_goes_on(monkeypatch, tmp_path):
+    import shapeinfer.checker as checker
+
+    def boom(*a, **k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(checker, "_declared", boom)
+    good = os.path.join(FIXTURES, "tiny_bert.onnx")
+    reports = checker.check_many([good, good])
+    assert [r.exit_code for r in reports] == [1, 1]
+    assert reports[0].findings[0].code == "internal-error" and "boom" in reports[0].findings[0].message
+    with pytest.raises(TypeError):
+        check(42)

@@ -113,7 +113,7 @@ class NodeContext:
         """The node is valid only when a == b (kind "equal") or a is a multiple of b ("multiple"):
         a check warning (shapeinfer check looks for values of the symbols that break it)."""
         dims = (kind, a, b)
-        self.engine.warn(self.node, message, severity="condition", dims=dims)
+        self.engine.warn(self.node, message, kind="condition", severity="info", dims=dims)
 
     def error(self, message: str) -> ShapeInferenceError:
         return ShapeInferenceError(

@@ -30,18 +30,26 @@ _NO_RULE = object()
 
 
 class Diagnostic:
-    __slots__ = ("severity", "node_name", "op_type", "message", "dims")
+    """Something inference noticed. ``severity`` is "error" (a node broke its op's rule, in the
+    keep-going mode of shapeinfer check), "warning" or "info"; ``kind`` says what it is for the
+    check: "shape-error", "overflow", "condition" (valid only for some sizes: ``dims`` holds
+    (kind, a, b)), "future-opset", "unknown-op", "fallback"."""
 
-    def __init__(self, severity: str, node_name: str, op_type: str, message: str, dims: tuple = ()):
+    __slots__ = ("severity", "node_name", "op_type", "message", "dims", "kind")
+
+    def __init__(self, severity: str, node_name: str, op_type: str, message: str, dims: tuple = (),
+                 kind: str = ""):
         self.severity = severity
         self.node_name = node_name
         self.op_type = op_type
         self.message = message
-        self.dims = dims  # the dims a "condition" is about
+        self.dims = dims
+        self.kind = kind
 
     def as_dict(self) -> dict:
         return {
             "severity": self.severity,
+            "kind": self.kind,
             "node": self.node_name,
             "op_type": self.op_type,
             "message": self.message,
@@ -181,8 +189,8 @@ class Engine:
         """The order in which a minted symbol was made (-1 for symbols not minted here)."""
         return self._minted_order.get(name, -1)
 
-    def warn(self, node, message: str, severity: str = "warning", dims: tuple = ()) -> None:
-        self.diagnostics.append(Diagnostic(severity, node_label(node), node.op_type, message, dims))
+    def warn(self, node, message: str, kind: str = "fallback", severity: str = "warning", dims: tuple = ()) -> None:
+        self.diagnostics.append(Diagnostic(severity, node_label(node), node.op_type, message, dims, kind))
 
     # -- the walk ------------------------------------------------------------------------------
 
@@ -193,8 +201,8 @@ class Engine:
         for domain, version in sorted(self.opsets.items()):
             if domain in known and version > known[domain]:
                 self.diagnostics.append(Diagnostic(
-                    "future-opset", "", "", f"opset {domain or 'ai.onnx'} {version} is newer than the installed onnx "
-                    f"knows ({known[domain]}): ops are read by their latest known definitions"))
+                    "warning", "", "", f"opset {domain or 'ai.onnx'} {version} is newer than the installed onnx "
+                    f"knows ({known[domain]}): ops are read by their latest known definitions", kind="future-opset"))
         init_names = {t.name for t in graph.initializer}
         if self.assume_nonempty:
             self._positive_names = _input_symbol_names(graph, init_names, self.input_shapes)
@@ -285,7 +293,7 @@ class Engine:
             if type(v) is int and not lo <= v <= hi:
                 fact.value = None
                 self.warn(node, f"integer overflow: a value {v} does not fit {INT_NAMES[fact.dtype]} "
-                                f"(it would wrap at run time)", severity="overflow")
+                                f"(it would wrap at run time)", kind="overflow")
                 return
 
     def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope) -> list:
@@ -310,7 +318,7 @@ class Engine:
                 if not self.keep_going:
                     raise
                 # check mode: record it, give the outputs unknown facts and walk on
-                self.diagnostics.append(Diagnostic("error", node_label(node), node.op_type, e.rule))
+                self.diagnostics.append(Diagnostic("error", node_label(node), node.op_type, e.rule, kind="shape-error"))
                 return [Fact() for _ in range(n_out)]
             except Exception as e:  # a rule that cannot handle odd input must not crash the walk
                 self.warn(node, f"rule failed ({type(e).__name__}: {e}); used onnx inference")
@@ -321,7 +329,7 @@ class Engine:
                 outs = (list(got) + [None] * n_out)[:n_out]
         if any(o is None for o in outs):
             if version is None and domain not in self.opsets:
-                self.warn(node, f"no opset imported for domain {domain!r}; outputs unknown")
+                self.warn(node, f"no opset imported for domain {domain!r}; outputs unknown", kind="unknown-op")
                 fb = [None] * n_out
             else:
                 fb = infer_with_onnx(self, node, inputs, opsets, attr_scope)

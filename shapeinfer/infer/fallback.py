@@ -41,7 +41,7 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope) -> lis
     try:
         schema = defs.get_schema(node.op_type, version, domain)
     except Exception:
-        engine.warn(node, "op unknown to the installed onnx; outputs unknown")
+        engine.warn(node, "op unknown to the installed onnx; outputs unknown", kind="unknown-op")
         return [None] * n_out
     input_types = {}
     input_data = {}
