@@ -275,3 +275,12 @@ def test_a_bug_on_one_model_fails_that_model_and_the_run_goes_on(monkeypatch, tm
     assert reports[0].findings[0].code == "internal-error" and "boom" in reports[0].findings[0].message
     with pytest.raises(TypeError):
         check(42)
+
+
+def test_text_report_ends_with_one_summary_line_per_model_even_with_a_hint():
+    paths = [os.path.join(FIXTURES, "corpus", "swin_classic.onnx"), os.path.join(FIXTURES, "tiny_bert.onnx")]
+    res = CliRunner().invoke(cli, ["check"] + paths)
+    lines = res.output.strip().splitlines()
+    assert res.exit_code == 0 and any(line.startswith("hint:") for line in lines)
+    assert [line.split(": ")[0] for line in lines[-2:]] == paths
+    assert all(" -- 0 error(s), " in line for line in lines[-2:])
