@@ -171,3 +171,27 @@ def test_model_local_function_with_attribute_reference():
     feeds = [{"x": np.ones((b, s, 8), np.float32)} for b, s in ((1, 1), (2, 5))]
     r = _check(model, feeds, lambda f: {"B": f["x"].shape[0], "S": f["x"].shape[1]}, expect_exact=["y"])
     assert r.shape_strs("y") == ["B", "S", "2", "4"]
+
+
+@pytest.mark.parametrize("trips,cond,exact", [("3", "1", True), ("1", "1", True), ("0", "1", False),
+                                              ("3", "0", False)])
+def test_loop_state_that_grows_once_then_settles(trips, cond, exact):
+    """s starts [1,D]; each iteration adds x[N,D]: after one iteration s is [N,D] and stays so.
+    Exact when the body provably runs (trip count >= 1, first condition true); with 0 trips or
+    a false condition s stays [1,D] -- and a fresh dim says so rather than either guess."""
+    text = """
+<ir_version: 9, opset_import: ["" : 18]>
+g (float[N,D] x, float[1,D] s0) => (float y) <int64 m = {TRIPS}, bool c = {COND}> {
+    y = Loop(m, c, s0) <body = b (int64 i, bool cin, float[1,D] s) => (bool cout, float[N,D] t) {
+        cout = Identity(cin)
+        t = Add(s, x)
+    }>
+}
+""".replace("TRIPS", trips).replace("COND", cond)
+    model = parser.parse_model(text)
+    feeds = [{"x": np.ones((n, 2), np.float32), "s0": np.zeros((1, 2), np.float32)} for n in (1, 3)]
+    result = _check(model, feeds, lambda f: {"N": f["x"].shape[0], "D": 2}, expect_exact=["y"] if exact else ())
+    if exact:
+        assert result.shape_strs("y") == ["N", "D"]
+    else:
+        assert result.classify("y") == "unknown"

@@ -2,7 +2,8 @@
 
 Outer-scope facts are visible inside a body. A branch or loop result whose dims differ between
 the ways it can come about gets a fresh symbol rather than either guess; a Loop/Scan state dim
-that a body iteration changes becomes fresh too (the dims are a fixed point or unknown).
+that a body iteration changes becomes fresh too (the dims are a fixed point or unknown) -- unless
+the body provably runs and its second iteration keeps what the first made.
 """
 
 from __future__ import annotations
@@ -75,9 +76,21 @@ def loop(ctx):
     cond_fact = Fact(dtype=TensorProto.BOOL, shape=())
     mark = eng.mint_mark()
     outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + carried, ctx.attr_scope)
-    results = [_fixpoint(ctx, b, a, mark) for b, a in zip(carried, outs[1:1 + n_carried])]
-    trip = None
+    first = outs[1:1 + n_carried]
     m = ctx.input(0) if ctx.has_input(0) else None
+    if not _same_shapes(carried, first) and _runs_at_least_once(ctx, m):
+        # as for Scan: a state the first iteration reshapes (a broadcast that grows it) is
+        # final after it when the next iteration leaves it as it is
+        after = [Fact(dtype=f.dtype, shape=f.shape) if f is not None else None for f in first]
+        again = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + after, ctx.attr_scope)
+        results = [_fixpoint(ctx, a, b, mark) for a, b in zip(after, again[1:1 + n_carried])]
+        per_iter = [x if x.shape == y.shape else Fact(dtype=x.dtype, shape=None if x.shape is None else
+                    tuple(d if d == e else ctx.fresh("loop") for d, e in zip(x.shape, y.shape)))
+                    for x, y in zip(outs[1 + n_carried:], again[1 + n_carried:])]
+        outs = outs[:1 + n_carried] + per_iter
+    else:
+        results = [_fixpoint(ctx, b, a, mark) for b, a in zip(carried, first)]
+    trip = None
     cond_out = outs[0].known_elements() if outs else None
     if m is not None and not ctx.has_input(1) or (cond_out == [True]):
         elems = m.known_elements() if m is not None else None
@@ -86,6 +99,22 @@ def loop(ctx):
     for f in outs[1 + n_carried:]:
         results.append(_per_iteration(ctx, f, mark, trip if trip is not None else ctx.fresh("loop")))
     return results
+
+
+def _runs_at_least_once(ctx, m) -> bool:
+    """The Loop's body runs at least once: its trip count is provably >= 1 (or absent) and its
+    first condition is true (or absent)."""
+    from ...symbolic import provably_positive
+
+    if m is not None:
+        elems = m.known_elements()
+        if elems is None or len(elems) != 1 or isinstance(elems[0], bool) or not provably_positive(elems[0]):
+            return False
+    if ctx.has_input(1):
+        cond = ctx.input(1)
+        if cond is None or cond.known_elements() != [True]:
+            return False
+    return m is not None or ctx.has_input(1)
 
 
 def _same_shapes(a: list, b: list) -> bool:
