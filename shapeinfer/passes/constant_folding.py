@@ -47,23 +47,7 @@ def _too_costly(ctx, node, arrays) -> str:
     in_bytes = sum(a.nbytes for a in arrays if a is not None and a.dtype != object)
     if in_bytes > MAX_REFERENCE_INPUT_BYTES:
         return f"its inputs hold {in_bytes} bytes"
-    predicted = 0
-    for t in node.outputs:
-        if t.is_empty():
-            continue
-        fact = ctx.facts.fact(t.name)
-        shape = None if fact is None else fact.shape
-        if shape is None or not all(type(d) is int for d in shape) or not fact.dtype:
-            predicted = None
-            break
-        try:
-            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(fact.dtype)).itemsize
-        except Exception:
-            itemsize = 8
-        n = 1
-        for d in shape:
-            n *= d
-        predicted += n * itemsize
+    predicted = _static_bytes(ctx.facts, [t.name for t in node.outputs if not t.is_empty()])
     if predicted is not None and predicted > max(in_bytes, ctx.fold_budget):
         return f"the output would hold {predicted} bytes, more than its inputs and the budget"
     if predicted is None and node.op in GROWING_OPS:
@@ -130,6 +114,21 @@ def _size_from_inputs(node, arrays):
     return None
 
 
+def _static_bytes(facts, names):
+    """Bytes the named tensors hold when inference knows their every dim and type, else None."""
+    total = 0
+    for name in names:
+        fact = facts.fact(name)
+        if fact is None or fact.shape is None or not fact.dtype or not all(type(d) is int for d in fact.shape):
+            return None
+        try:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(fact.dtype)).itemsize
+        except Exception:
+            itemsize = 8
+        total += int(np.prod(fact.shape, dtype=object)) * itemsize
+    return total
+
+
 def _size_by_inference(ctx, node, arrays):
     """Bytes of node's outputs as shapeinfer infers them for these constant inputs -- the
     rules bound sizes without computing anything (None: some output size stays unknown)."""
@@ -147,16 +146,7 @@ def _size_by_inference(ctx, node, arrays):
         facts = infer(model)
     except Exception:
         return None
-    total = 0
-    for o in outs:
-        fact = facts.fact(o.name)
-        if fact is None or fact.shape is None or not all(type(d) is int for d in fact.shape):
-            return None
-        n = 1
-        for d in fact.shape:
-            n *= d
-        total += n * 8
-    return total
+    return _static_bytes(facts, [o.name for o in outs])
 
 
 def _grows_inside(node) -> bool:
