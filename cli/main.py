@@ -78,12 +78,6 @@ def _parse_input_shape(values) -> dict:
     return out
 
 
-def validate_structure(model) -> None:
-    from shapeinfer.checker import validate_structure as _validate
-
-    _validate(model)
-
-
 def write_atomically(data: bytes, path: str, suffix: str = "") -> None:
     """Write to a temporary file beside ``path`` and rename it into place only on success."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -125,12 +119,13 @@ def write_model_atomically(model, path: str) -> None:
 def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_nonempty):
     """Infer and print the shapes of MODEL."""
     import shapeinfer
+    from shapeinfer.checker import validate_structure
 
     from .render import render_table
 
     overrides = _parse_input_shape(input_shape)
     model = shapeinfer.load_model(model_path)
-    validate_structure(model)
+    validate_structure(model)  # optimize does this in its API; infer's API takes partial graphs
     known_inputs = {i.name for i in model.graph.input}
     for name in overrides:
         if name not in known_inputs:
