@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .kernels import KERNELS, FoldError
+from .kernels import KERNELS, FoldError, NotFoldable
 
 NONDETERMINISTIC = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
@@ -101,14 +101,15 @@ def outer_variables(node) -> list:
 def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int) -> Optional[list]:
     """Output arrays of node for constant inputs, or None when it cannot (or must not) be folded.
 
-    Raises FoldError when the inputs break the op's rule."""
+    Raises FoldError when the inputs break the op's rule, NotFoldable when the result is not the
+    same on every runtime."""
     if node.op in NONDETERMINISTIC or node.op in NEVER_FOLD:
         return None
     fn = KERNELS.get(node.op) if node.domain in (None, "", "ai.onnx") else None
     if fn is not None:
         try:
             return fn(_attrs(node), inputs, version)
-        except FoldError:
+        except (FoldError, NotFoldable):
             raise
         except Exception:
             pass  # an attribute form the kernel does not read: let the reference evaluator try

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..semantics import as_python_slice, slice_range
+
 KERNELS: dict = {}
 
 
 class FoldError(ValueError):
     """The constant inputs break the op's rule (the message says which)."""
+
+
+class NotFoldable(Exception):
+    """The result is not the same on every runtime (the message says why): keep the node."""
 
 
 def kernel(*ops):
@@ -176,7 +182,11 @@ def slice_(attrs, inputs, version):
     for s, e, a, k in zip(starts, ends, axes, steps):
         if k == 0:
             raise FoldError("a slice step is 0")
-        index[a + x.ndim if a < 0 else a] = slice(s, e, k)
+        a = a + x.ndim if a < 0 else a
+        taken = slice_range(x.shape[a], s, e, k)
+        if taken is None:
+            raise NotFoldable("onnxruntime and the spec text slice differently here")
+        index[a] = as_python_slice(taken)
     return [np.array(x[tuple(index)])]
 
 

@@ -17,7 +17,7 @@ import onnx_graphsurgeon as gs
 from onnx import helper, numpy_helper
 
 from ..fold.folder import constant_array, constant_values, fold_node, outer_variables, within_budget
-from ..fold.kernels import FoldError
+from ..fold.kernels import FoldError, NotFoldable
 from .base import Pass, PassResult, register
 
 
@@ -200,6 +200,9 @@ class ConstantFoldingPass(Pass):
         except FoldError as e:
             result.decline(node, f"not folded: {e}")
             return True  # the inputs break the op's rule: inference reports it, nothing to do here
+        except NotFoldable as e:
+            result.decline(node, f"not folded: {e}")
+            return True
         if outs is None or len(outs) < len([t for t in node.outputs if not t.is_empty()]):
             return False
         if not within_budget(outs, arrays, ctx.fold_budget, node.op):

@@ -23,6 +23,7 @@ from ...symbolic import (
     provably_positive,
     sub,
 )
+from ...semantics import as_python_slice, slice_range, slice_runtimes_differ
 from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, obj_array, value_from_numpy
 from ..registry import rule
 from ._util import dims_value, int_entries, normalize_axis, prod, value_entries, zero_implies_zero
@@ -172,11 +173,15 @@ def _sign(x):
 
 
 def slice_len(d, s, e, k: int):
-    """Length of ``x[s:e:k]`` along a dim of size d (ONNX clamping, which is Python's).
+    """Length of ``Slice`` along a dim of size d from start s to end e with step k (the spec's
+    clamping: see shapeinfer.semantics.slice_range).
 
     s and e may be symbolic where their sign is known; None when it is not."""
     if isinstance(d, int) and isinstance(s, int) and isinstance(e, int):
-        return len(range(*slice(s, e, k).indices(d)))
+        r = slice_range(d, s, e, k)
+        return None if r is None else len(r)
+    if isinstance(e, int) and slice_runtimes_differ(e, k):
+        return None
     if k > 0:
 
         def clamp(x):
@@ -196,17 +201,27 @@ def slice_len(d, s, e, k: int):
             return None
         return dmax(floordiv(add(sub(hi_end, lo_end), k - 1), k), 0)
 
-    def clamp_neg(x):
-        if isinstance(x, int) and x <= -_HUGE:
-            return -1
+    last_index = sub(d, 1)
+
+    def clamp_start(x):  # to [0, d-1]; at d == 0 that is -1 and the slice is empty
         if isinstance(x, int) and x >= _HUGE:
-            return sub(d, 1)
+            return last_index
         sign = _sign(x)
         if sign is None:
             return None
-        return dmax(add(d, x), -1) if sign < 0 else dmin(x, sub(d, 1))
+        return dmin(dmax(add(d, x), 0), last_index) if sign < 0 else dmin(x, last_index)
 
-    first, last = clamp_neg(s), clamp_neg(e)
+    def clamp_end(x):  # to [-1, d-1]
+        if isinstance(x, int) and x <= -_HUGE:
+            return -1
+        if isinstance(x, int) and x >= _HUGE:
+            return last_index
+        sign = _sign(x)
+        if sign is None:
+            return None
+        return dmin(dmax(add(d, x), -1), last_index) if sign < 0 else dmin(x, last_index)
+
+    first, last = clamp_start(s), clamp_end(e)
     if first is None or last is None:
         return None
     return dmax(floordiv(add(sub(first, last), -k - 1), -k), 0)
@@ -252,19 +267,20 @@ def _slice(ctx, starts, ends, axes, steps):
         raise ctx.error("starts, ends, axes and steps have different lengths")
     out = list(data.shape)
     index = [slice(None)] * r
-    concrete = True
+    concrete = data.value is not None
     for s, e, a, k in zip(starts, ends, axes, steps):
         a = normalize_axis(ctx, a, r)
         if k == 0:
             raise ctx.error("a slice step is 0")
         n = slice_len(data.shape[a], s, e, k) if s is not None and e is not None else None
         out[a] = n if n is not None else ctx.fresh()
-        if isinstance(s, int) and isinstance(e, int):
-            index[a] = slice(s, e, k)
+        taken = slice_range(data.value.shape[a], s, e, k) if concrete and isinstance(s, int) and isinstance(e, int) else None
+        if taken is not None:
+            index[a] = as_python_slice(taken)
         else:
             concrete = False
     value = None
-    if data.value is not None and concrete:
+    if concrete:
         value = np.asarray(data.value[tuple(index)], dtype=data.value.dtype)
     return [Fact(dtype=data.dtype, shape=tuple(out), value=value)]
 

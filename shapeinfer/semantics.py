@@ -1,0 +1,90 @@
+"""Operator semantics as the ONNX spec text states them, for concrete values.
+
+Inference (shape values), folding (kernels) and the passes all need the same few rules where the
+spec differs from Python or NumPy; they live here once:
+
+- **Slice** clamps as the spec says: a negative start/end has the dim added; with a positive
+  step both are clamped to ``[0, dim]``; with a negative step the start is clamped to
+  ``[0, dim-1]`` and the end to ``[-1, dim-1]`` (Python clamps a negative-step start below
+  ``-dim`` to ``-1``, which selects nothing; ONNX selects element 0). At dim 0 the slice is empty.
+  onnxruntime departs from the text in one case: an end of exactly INT32_MAX or INT64_MAX with a
+  negative step runs down to index 0 there (the text clamps it to ``dim-1``: an empty slice, as
+  onnx's own inference says). Where runtimes disagree no answer is right for all of them, so
+  :func:`slice_range` gives None (unknown, never folded).
+- **Integer casts** wrap: the value is reduced modulo ``2**bits`` and read in two's complement
+  for signed types (``200`` as int8 is ``-56``); bool is ``value != 0``.
+- **Integer Div** truncates toward zero (C), it does not floor.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from onnx import TensorProto
+
+# The range of each integer element type (bool as 0/1).
+INT_RANGES = {
+    TensorProto.INT8: (-(2**7), 2**7 - 1),
+    TensorProto.INT16: (-(2**15), 2**15 - 1),
+    TensorProto.INT32: (-(2**31), 2**31 - 1),
+    TensorProto.INT64: (-(2**63), 2**63 - 1),
+    TensorProto.UINT8: (0, 2**8 - 1),
+    TensorProto.UINT16: (0, 2**16 - 1),
+    TensorProto.UINT32: (0, 2**32 - 1),
+    TensorProto.UINT64: (0, 2**64 - 1),
+}
+
+
+# Ends that onnxruntime reads as "to the beginning" when the step is negative.
+RUNTIME_SPECIAL_ENDS = frozenset({2**31 - 1, 2**63 - 1})
+
+
+def slice_runtimes_differ(end, step) -> bool:
+    """True where onnxruntime and the spec text give different slices (a dim above 0)."""
+    return step < 0 and end in RUNTIME_SPECIAL_ENDS
+
+
+def slice_range(dim: int, start: int, end: int, step: int) -> Optional[range]:
+    """The indices ``Slice`` takes along an axis of size ``dim`` (spec clamping; step != 0), or
+    None where runtimes disagree (see the module docstring)."""
+    if step == 0:
+        raise ValueError("a slice step is 0")
+    if dim > 0 and slice_runtimes_differ(end, step):
+        return None
+    if start < 0:
+        start += dim
+    if end < 0:
+        end += dim
+    if step > 0:
+        start = min(max(start, 0), dim)
+        end = min(max(end, 0), dim)
+    else:
+        start = min(max(start, 0), dim - 1)  # dim 0: -1, and the range is empty
+        end = min(max(end, -1), dim - 1)
+    return range(start, end, step)
+
+
+def as_python_slice(r: range) -> slice:
+    """A Python slice selecting exactly the indices of r (a range from :func:`slice_range`)."""
+    if len(r) == 0:
+        return slice(0, 0, 1)
+    if r.step < 0 and r.stop < 0:
+        return slice(r.start, None, r.step)  # down to and including index 0
+    return slice(r.start, r.stop, r.step)
+
+
+def wrap_int(value: int, dtype: int) -> int:
+    """value as the integer type dtype holds it (modulo 2**bits, two's complement if signed)."""
+    if dtype == TensorProto.BOOL:
+        return int(value != 0)
+    lo, hi = INT_RANGES[dtype]
+    if lo <= value <= hi:
+        return value
+    span = hi - lo + 1
+    return (value - lo) % span + lo
+
+
+def trunc_div(a: int, b: int) -> int:
+    """Integer division rounding toward zero (b != 0)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
