@@ -23,7 +23,9 @@ from .passes.base import PassContext
 
 DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", "constant-shapes",
                   "collapse-reshapes", "tile-to-expand", "tile-uniform", "reduce-broadcast", "reduce-size-one",
-                  "expand-into-broadcast", "cancel-reshapes", "neutral-elements", "merge-transposes", "fuse-gemm")
+                  "expand-into-broadcast", "cancel-reshapes", "neutral-elements", "merge-transposes")
+# Passes that are not bit-exact: run only when asked for (by name, or fuse_gemm=True).
+OPT_IN_PASSES = ("fuse-gemm",)
 COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
 
 
@@ -79,13 +81,18 @@ def _copy_model_meta(src: ModelProto, graph_model: ModelProto) -> ModelProto:
 
 
 def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_BYTES,
-             assume_nonempty: bool = False, ignore_signed_zero: bool = False, max_rounds: int = 8,
+             assume_nonempty: bool = False, ignore_signed_zero: bool = False, fold_float_math: bool = False,
+             fuse_gemm: bool = False, max_rounds: int = 8,
              progress: Optional[Callable[[str], None]] = None, report: Optional[OptimizeReport] = None) -> ModelProto:
     """The optimised model (a new ModelProto; the one given is not changed).
 
     ``passes`` selects passes by name (default: all, in DEFAULT_PASSES order), ``skip`` removes
     some; ``fold_budget`` bounds how large a folded constant may grow beyond its inputs;
-    ``report`` (an OptimizeReport) receives the before/after counts and what each pass did."""
+    ``report`` (an OptimizeReport) receives the before/after counts and what each pass did.
+    Every default rewrite is bit-exact. Two opt-ins are not, and are reported as assumptions:
+    ``fold_float_math`` folds float math whose last bits may differ between NumPy and a runtime
+    (transcendental functions, reductions, MatMul), ``fuse_gemm`` runs the ``fuse-gemm`` pass
+    (MatMul + Add as Gemm adds the bias in another order)."""
     import onnx_graphsurgeon as gs
 
     import gc
@@ -99,24 +106,29 @@ def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_B
     report = report if report is not None else OptimizeReport()
     report.before = model_stats(src)
     names = list(passes) if passes else list(DEFAULT_PASSES)
+    if fuse_gemm and "fuse-gemm" not in names:
+        names.append("fuse-gemm")
     unknown = [n for n in list(names) + list(skip) if n not in REGISTRY]
     if unknown:
-        raise ValueError(f"unknown pass {unknown[0]!r}; passes: {', '.join(DEFAULT_PASSES)}")
+        raise ValueError(f"unknown pass {unknown[0]!r}; passes: {', '.join(DEFAULT_PASSES + OPT_IN_PASSES)}")
     selected = [REGISTRY[n]() for n in names if n not in set(skip)]
+    if any(p.name == "fuse-gemm" for p in selected):
+        report.assumptions.append("MatMul + Add fused into Gemm may differ in the last bits (the bias is added "
+                                  "in another order; --fuse-gemm)")
     if progress:
         progress(f"importing {len(src.graph.node)} nodes")
     was_enabled = gc.isenabled()
     gc.disable()  # many small acyclic objects; see api.infer
     try:
         return _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0,
-                         ignore_signed_zero)
+                         ignore_signed_zero, fold_float_math)
     finally:
         if was_enabled:
             gc.enable()
 
 
 def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0,
-              ignore_signed_zero=False):
+              ignore_signed_zero=False, fold_float_math=False):
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
     graph = gs.import_onnx(src)
     graph_outputs = {t.name for t in graph.outputs}
@@ -129,7 +141,7 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
     report.assumptions.extend(d.message for d in facts.diagnostics if d.kind == "future-opset")
     ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
                       fold_budget=fold_budget, graph_outputs=graph_outputs,
-                      ignore_signed_zero=ignore_signed_zero)
+                      ignore_signed_zero=ignore_signed_zero, fold_float_math=fold_float_math)
     declined = []
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no
@@ -152,6 +164,8 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
         report.assumptions.append("no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)")
     if ignore_signed_zero:
         report.assumptions.append("x + 0.0 may turn -0.0 into +0.0 (--ignore-signed-zero)")
+    if fold_float_math:
+        report.assumptions.append("folded float math may differ from a runtime's in the last bits (--fold-float-math)")
     report.declined = declined
     report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")])
     report.after = model_stats(current)

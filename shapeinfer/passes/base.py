@@ -38,6 +38,7 @@ class PassContext:
     fold_budget: int
     graph_outputs: set  # names of the main graph's outputs (must keep their names)
     ignore_signed_zero: bool = False  # opt-in: x + 0.0 may turn -0.0 into +0.0
+    fold_float_math: bool = False  # opt-in: fold float math whose last bits may differ by runtime
 
     _names: Optional[set] = None
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
