@@ -13,7 +13,7 @@ from .encoding import graph_patch, tensor_value_info
 from .errors import ModelLoadError
 from .infer.engine import Engine
 from .infer.facts import Fact
-from .infer.protos import fill_shape_proto, type_from_fact
+from .infer.protos import fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
 from .symbolic import Dim, free_symbols, to_str
 
 RESHAPE_LIKE = ("Expand", "Reshape", "Tile")
@@ -70,8 +70,9 @@ class InferenceResult:
         One entry per declared dim that says something inference also knows: ``same`` (equal),
         ``equal`` (a declared name for a dim inference expresses otherwise: ``seq_plus_1`` is
         ``seq+1``), or ``conflict`` (a declared size inference proves different)."""
-        from .infer.protos import parse_dim_param
+        from .infer.protos import dim_from_param, parse_dim_param, written_by_shapeinfer
 
+        read = parse_dim_param if written_by_shapeinfer(self.model) else dim_from_param
         out = []
         g = self.model.graph
         for vi in list(g.output) + list(g.value_info):
@@ -85,7 +86,7 @@ class InferenceResult:
                 if self.is_unknown_dim(ours) or not (d.dim_param or d.HasField("dim_value")):
                     continue
                 declared = d.dim_param or str(d.dim_value)
-                theirs = int(d.dim_value) if d.HasField("dim_value") else parse_dim_param(d.dim_param)
+                theirs = int(d.dim_value) if d.HasField("dim_value") else read(d.dim_param)
                 if str(theirs) == str(ours):
                     kind = "same"
                 elif isinstance(theirs, int) and isinstance(ours, int):
@@ -312,6 +313,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     the declared ones everywhere."""
     out = ModelProto()
     out.CopyFrom(model)
+    mark_written_by_shapeinfer(out)
     g = out.graph
     for vi in g.input:
         fact = result.facts.get(vi.name)

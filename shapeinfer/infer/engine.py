@@ -22,7 +22,7 @@ from . import ops  # noqa: F401  (registers the rules)
 from .context import NodeContext, node_label
 from .facts import Fact
 from .fallback import infer_with_onnx
-from .protos import fact_from_type, parse_dim_param, tensor_problem, value_from_tensor
+from .protos import dim_from_param, fact_from_type, parse_dim_param, tensor_problem, value_from_tensor, written_by_shapeinfer
 from .registry import lookup, normalize_domain
 
 _NON_NAME = re.compile(r"[^A-Za-z0-9_]")
@@ -118,6 +118,7 @@ class Engine:
         self.facts: dict = {}
         self.produced: list = []
         self.ir_version = model.ir_version
+        self.marked = written_by_shapeinfer(model)
 
     # -- symbols -------------------------------------------------------------------------------
 
@@ -130,12 +131,22 @@ class Engine:
         return d
 
     def param(self, text: str) -> Dim:
-        """A dim_param as a dim, with this model's symbols."""
+        """A dim_param as a dim, with this model's symbols: an opaque name, as ONNX means it."""
         d = self._params.get(text)
         if d is None:
-            d = parse_dim_param(text, self.symbol)
+            d = dim_from_param(text, self.symbol)
             self._params[text] = d
         return d
+
+    def claim(self, text: str) -> Dim:
+        """A dim declared on an output or value_info, as its writer meant it: an expression in
+        the printed syntax if shapeinfer wrote the model (it marks them), else an opaque name.
+        Either way a claim to compare with inference, never a fact."""
+        return parse_dim_param(text, self.symbol) if self.marked else self.param(text)
+
+    def given(self, text: str) -> Dim:
+        """A dim a user typed (--input-shape): an int, a name or an expression."""
+        return parse_dim_param(text, self.symbol)
 
     def positive_given_tensor_dims(self, d) -> bool:
         """Under assume_nonempty: d >= 1, given that every tensor dim seen so far is >= 1.
@@ -238,7 +249,7 @@ class Engine:
                 if isinstance(d, int) and not isinstance(d, bool):
                     dims.append(d)
                 else:
-                    dims.append(self.param(str(d)))
+                    dims.append(self.given(str(d)))
             fact.shape = tuple(dims)
         return fact
 
@@ -381,25 +392,21 @@ def _input_symbol_names(graph, init_names: set, input_shapes: dict) -> set:
     from ..symbolic import ParseError, free_symbols, parse
 
     names: set = set()
-
-    def add(text: str) -> None:
-        try:
-            names.update(free_symbols(parse(text)))
-        except ParseError:
-            names.add(text)
-
     for vi in graph.input:
         if vi.name in init_names:
             continue
         if vi.name in input_shapes:
             for d in input_shapes[vi.name]:
                 if not isinstance(d, int):
-                    add(str(d))
+                    try:  # typed by a user: may be an expression
+                        names.update(free_symbols(parse(str(d))))
+                    except ParseError:
+                        names.add(str(d))
             continue
         if vi.type.HasField("tensor_type"):
             for d in vi.type.tensor_type.shape.dim:
                 if d.dim_param:
-                    add(d.dim_param)
+                    names.add(d.dim_param)  # an opaque name
     return names
 
 

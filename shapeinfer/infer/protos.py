@@ -10,16 +10,48 @@ from onnx import TensorProto, TypeProto, helper, numpy_helper
 from ..symbolic import Dim, ParseError, parse, sym, to_str
 from .facts import INT_TYPES, UNKNOWN, Fact, value_from_numpy
 
-def parse_dim_param(text: str, symbol: Callable[[str], Dim] = sym) -> Dim:
-    """A dim_param as a dim: an expression in the printed syntax, else an opaque symbol."""
+# metadata_props entry of a model shapeinfer wrote: its dim_params use the printed syntax.
+DIM_SYNTAX_KEY = "shapeinfer.dim_syntax"
+DIM_SYNTAX_VALUE = "expressions-1"
+
+
+def _text(text) -> str:
     if type(text) is not str:  # protobuf's bytes for invalid UTF-8
         from ..errors import ModelLoadError
 
         raise ModelLoadError(f"the dim {text!r} is not valid UTF-8; the file is corrupt")
+    return text
+
+
+def dim_from_param(text: str, symbol: Callable[[str], Dim] = sym) -> Dim:
+    """A dim_param as ONNX means it: an opaque name, whatever characters it holds ("3",
+    "a*b" and "batch+1" are names, not expressions)."""
+    return symbol(_text(text))
+
+
+def parse_dim_param(text: str, symbol: Callable[[str], Dim] = sym) -> Dim:
+    """A dim_param read as an expression in the printed syntax (else an opaque name). Only for
+    text shapeinfer wrote or a user typed: see :func:`written_by_shapeinfer`."""
     try:
-        return parse(text, symbol)
+        return parse(_text(text), symbol)
     except ParseError:
         return symbol(text)
+
+
+def written_by_shapeinfer(model) -> bool:
+    """True when the model says its dim_params use shapeinfer's printed syntax. Anyone can set
+    the marker: what such dims say is a claim to check, never a fact that overrides inference."""
+    return any(p.key == DIM_SYNTAX_KEY and p.value == DIM_SYNTAX_VALUE for p in model.metadata_props)
+
+
+def mark_written_by_shapeinfer(model) -> None:
+    """Record in the model that its dim_params use the printed syntax (see above)."""
+    for p in model.metadata_props:
+        if p.key == DIM_SYNTAX_KEY:
+            p.value = DIM_SYNTAX_VALUE
+            return
+    entry = model.metadata_props.add()
+    entry.key, entry.value = DIM_SYNTAX_KEY, DIM_SYNTAX_VALUE
 
 
 def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[[str], Dim]) -> tuple:
@@ -34,7 +66,7 @@ def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[
     return tuple(out)
 
 
-def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str], Dim] = parse_dim_param) -> Fact:
+def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str], Dim] = dim_from_param) -> Fact:
     if tp.HasField("tensor_type"):
         tt = tp.tensor_type
         shape = dims_from_shape_proto(tt.shape, mint, param) if tt.HasField("shape") else None
