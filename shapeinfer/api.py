@@ -7,10 +7,12 @@ import os
 from typing import Optional
 
 import onnx
+from google.protobuf.message import DecodeError
 from onnx import ModelProto, TypeProto
 
 from .encoding import graph_patch, tensor_value_info
-from .errors import ModelLoadError
+
+from .errors import ODD_INPUT_ERRORS, ModelLoadError
 from .infer.engine import Engine
 from .infer.facts import Fact
 from .infer.protos import fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
@@ -192,7 +194,7 @@ def load_model(path: str | os.PathLike, load_external_data: bool = False) -> Mod
     model = ModelProto()
     try:
         model.ParseFromString(data)
-    except Exception:
+    except (DecodeError, *ODD_INPUT_ERRORS):
         raise ModelLoadError(f"{p}: not an ONNX model (the file does not parse as a ModelProto)") from None
     if not model.HasField("graph") or (not model.opset_import and not model.graph.node):
         raise ModelLoadError(f"{p}: not an ONNX model (no graph in it)")
@@ -233,7 +235,7 @@ def _as_model(model) -> ModelProto:
         m = ModelProto()
         try:
             m.ParseFromString(model)
-        except Exception:
+        except (DecodeError, *ODD_INPUT_ERRORS):
             raise ModelLoadError("the bytes given do not parse as an ONNX model") from None
         return m
     raise TypeError(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")

@@ -15,9 +15,9 @@ from typing import Optional
 
 from onnx import TensorProto
 
-from ..errors import ModelLoadError, ShapeInferenceError
-from ..symbolic import Dim, add, provably_positive, substitute, sym
-from ..symbolic.expr import Expr
+from ..errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
+from ..symbolic import Dim, ExpressionTooLarge, add, provably_positive, substitute, sym
+from ..symbolic.expr import Expr, _atom_dim
 from . import ops  # noqa: F401  (registers the rules)
 from .context import NodeContext, node_label
 from .facts import Fact
@@ -27,6 +27,7 @@ from .registry import lookup, normalize_domain
 
 _NON_NAME = re.compile(r"[^A-Za-z0-9_]")
 _NO_RULE = object()
+
 
 
 class Diagnostic:
@@ -167,13 +168,16 @@ class Engine:
                 for atom, _ in mono:
                     if atom in mapping:
                         continue
-                    if _atom_expr(atom) in self.tensor_dims:
+                    if _atom_dim(atom) in self.tensor_dims:
                         mapping[atom] = add(1, sym(f"_t{len(mapping)}"))
                     elif atom.kind != "sym":
                         stack.extend(atom.args)
         if not mapping:
             return False
-        return provably_positive(substitute(d, mapping))
+        try:
+            return provably_positive(substitute(d, mapping))
+        except ExpressionTooLarge:
+            return False
 
     def mint(self, hint: str = "u", origin: str = "", positive: bool = False) -> Dim:
         """A new symbol for a dim nothing can express; deterministic per model."""
@@ -331,7 +335,11 @@ class Engine:
                 # check mode: record it, give the outputs unknown facts and walk on
                 self.diagnostics.append(Diagnostic("error", node_label(node), node.op_type, e.rule, kind="shape-error"))
                 return [Fact() for _ in range(n_out)]
-            except Exception as e:  # a rule that cannot handle odd input must not crash the walk
+            except ExpressionTooLarge as e:
+                self.warn(node, f"{e}: its dims are left to onnx inference (fresh symbols where it has none)",
+                          kind="budget")
+                got = None
+            except ODD_INPUT_ERRORS as e:  # a rule that cannot handle odd input must not crash the walk
                 self.warn(node, f"rule failed ({type(e).__name__}: {e}); used onnx inference")
                 got = None
             if got is not None:
@@ -380,11 +388,6 @@ class Engine:
             local[vi.name] = fact
         self.run_nodes(graph.node, facts, opsets, attr_scope)
         return [facts.get(o.name) or Fact() for o in graph.output]
-
-
-def _atom_expr(atom) -> Expr:
-    """The dim that is just this atom."""
-    return Expr((((((atom, 1),), 1)),))
 
 
 def _input_symbol_names(graph, init_names: set, input_shapes: dict) -> set:

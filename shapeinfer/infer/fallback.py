@@ -9,7 +9,7 @@ the model's own (opaque). Known constant inputs are passed as data so that onnx 
 
 from __future__ import annotations
 
-from onnx import NodeProto, OperatorSetIdProto, defs, shape_inference
+from onnx import NodeProto, OperatorSetIdProto, checker, defs, shape_inference
 
 from onnx import TypeProto
 
@@ -17,6 +17,11 @@ from .facts import Fact
 from .protos import fact_from_type, tensor_from_value
 
 _TOKEN = "__si{}"
+# What onnx raises for a node it cannot infer (its C++ errors; a bad attribute or type may
+# surface as a Python ValueError/TypeError or a RuntimeError from the binding). Anything else,
+# such as an exception a signal handler raises, is not an inference failure and propagates.
+ONNX_FAILURES = (shape_inference.InferenceError, checker.ValidationError, defs.SchemaError, ValueError,
+                 TypeError, KeyError, IndexError, RuntimeError)
 
 
 def _tokenized_type(fact: Fact, tokens: dict) -> TypeProto:
@@ -67,7 +72,7 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope) -> lis
     version = opsets.get(domain)
     try:
         schema = defs.get_schema(node.op_type, version, domain)
-    except Exception:
+    except ONNX_FAILURES:
         engine.warn(node, "op unknown to the installed onnx; outputs unknown", kind="unknown-op")
         return [None] * n_out
     input_types = {}
@@ -92,7 +97,7 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope) -> lis
             opset_imports=opset_imports,
             ir_version=engine.ir_version,
         )
-    except Exception as e:
+    except ONNX_FAILURES as e:
         engine.warn(node, f"onnx inference failed: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}")
         return [None] * n_out
     dims = {token: d for d, token in tokens.items()}

@@ -7,6 +7,7 @@ from typing import Callable, Optional
 import numpy as np
 from onnx import TensorProto, TypeProto, helper, numpy_helper
 
+from ..errors import ODD_INPUT_ERRORS
 from ..symbolic import Dim, ParseError, parse, sym, to_str
 from .facts import INT_TYPES, UNKNOWN, Fact, value_from_numpy
 
@@ -117,7 +118,7 @@ def tensor_from_value(fact: Fact, name: str) -> Optional[TensorProto]:
         arr = v
     try:
         return numpy_helper.from_array(arr, name)
-    except Exception:  # an odd dtype numpy_helper cannot write: just do not pass the value
+    except ODD_INPUT_ERRORS:  # an odd dtype numpy_helper cannot write: just do not pass the value
         return None
 
 
@@ -139,7 +140,7 @@ def value_from_tensor(tensor: TensorProto, base_dir: Optional[str] = None) -> Op
             return None
     try:
         arr = numpy_helper.to_array(tensor)
-    except Exception:
+    except ODD_INPUT_ERRORS:
         return None
     return value_from_numpy(arr, tensor.data_type)
 
@@ -169,7 +170,7 @@ def tensor_problem(tensor: TensorProto) -> Optional[str]:
         return None if have == n else f"holds {have} strings, its dims {list(tensor.dims)} need {n}"
     try:
         itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
-    except Exception:
+    except ODD_INPUT_ERRORS:
         return None
     packed = tensor.data_type in _PACKED_4BIT
     need = (n + 1) // 2 if packed else n * itemsize
