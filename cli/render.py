@@ -125,6 +125,9 @@ def verify_failure(verdict, model) -> tuple:
     if verdict.outcome == DIFFERENT:
         return "--verify found differences between the original and the optimised model; nothing written", 1
     symbols = input_symbols(model)
+    if not all("the original model does not run" in r for _, r in verdict.runs):
+        why = next(r for _, r in verdict.runs if "the original model does not run" not in r)
+        return f"--verify compared nothing: {why.removeprefix('skipped: ')}; nothing written", 2
     tried = "; ".join(_binding(b) for b, _ in verdict.runs)
     hint = (f"pass --bind SYMBOL=V1,V2 with sizes the model accepts (symbols: {', '.join(symbols)})" if symbols
             else "the model has no symbolic input dims to bind")

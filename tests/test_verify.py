@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import onnx
 import pytest
-from onnx import helper, parser
+from onnx import parser
 
 from shapeinfer.verify import (DIFFERENT, IDENTICAL, NOTHING_COMPARED, _inputs, _same, bindings_for, input_symbols,
                                verify)
