@@ -441,7 +441,7 @@ class Engine:
 # 40 deep, would take 2^40 walks).
 MAX_NESTING = 100
 WORK_PER_NODE = 32
-WORK_FLOOR = 100_000
+WORK_FLOOR = 20_000
 
 
 def function_key(domain: str, name: str, overload: str = "") -> tuple:
