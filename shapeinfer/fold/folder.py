@@ -1,9 +1,19 @@
-"""Folding one node whose inputs are all constants: NumPy kernels first, else onnx.reference.
+"""Folding one node whose inputs are all constants -- only where the result is exactly defined.
+
+The folded model must compute what the original did, bit for bit, on any runtime. So by
+default a node is computed only by the exact kernels (``kernels.py``: data movement for every
+element type; ``arith.py``: integer, boolean and correctly rounded float ops; ``casts.py``:
+Cast where every bit is fixed by the spec), and each of them declines the inputs whose result
+the spec leaves open or runtimes compute differently, saying why. Every other op --
+transcendental functions, float reductions, float MatMul/Gemm, float Range, anything without
+an exact kernel -- is folded only under the opt-in ``fold_float_math``, by the NumPy kernels or
+``onnx.reference`` (its last bits may differ from a runtime's). The reference evaluator is never
+used in the default mode. Non-deterministic ops are never folded.
 
 Values keep their exact element type: constants are read with ``onnx.numpy_helper`` (through
 the TensorProto onnx-graphsurgeon keeps for them, so bfloat16/float8/int4 stay what they are)
-and written back the same way. Non-deterministic ops are never folded, and nothing is folded
-whose output would be much larger than its inputs (the budget).
+and written back the same way. Nothing is folded whose output would be much larger than its
+inputs (the budget).
 """
 
 from __future__ import annotations
@@ -14,13 +24,39 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .kernels import KERNELS, FoldError, NotFoldable
+from . import arith, casts  # noqa: F401  (their kernels register in KERNELS)
+from .kernels import KERNELS, FoldError, Inexact, NotFoldable
 
 NONDETERMINISTIC = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
 )
 # Ops whose folding changes nothing useful or whose outputs are not plain tensors.
 NEVER_FOLD = frozenset({"SequenceConstruct", "SequenceEmpty", "Optional"})
+
+# Float math without an exact kernel: named as such in the decline reason (every op without
+# an exact kernel is folded only with fold_float_math, these and the rest alike).
+FLOAT_MATH = frozenset({
+    "Exp", "Log", "Tanh", "Sigmoid", "HardSigmoid", "Erf", "Pow", "Softmax", "LogSoftmax", "Softplus",
+    "Softsign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+    "Elu", "Selu", "Celu", "Gelu", "LeakyRelu", "PRelu", "ThresholdedRelu", "HardSwish", "Mish", "Swish",
+    "ReduceMean", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "Gemm", "Einsum", "Conv", "ConvTranspose",
+    "LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
+    "RMSNormalization", "MeanVarianceNormalization", "LpNormalization", "AveragePool", "LpPool",
+    "GlobalAveragePool", "GlobalLpPool", "Resize", "Upsample", "Mean", "Sum", "Det", "DFT", "STFT",
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Attention", "RotaryEmbedding",
+})
+CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
+
+
+def not_exact_reason(op: str, domain: str) -> str:
+    """Why an op without an exact kernel is not folded by default (without the option's name)."""
+    if domain not in (None, "", "ai.onnx"):
+        return f"{domain} ops are not folded exactly (only onnx.reference computes them)"
+    if op in FLOAT_MATH:
+        return f"{op} is not exactly defined across runtimes"
+    if op in CONTROL_FLOW:
+        return f"{op}'s body would be computed by onnx.reference, not exactly"
+    return f"{op} has no exact kernel (onnx.reference's result may differ from a runtime's)"
 
 DEFAULT_BUDGET_BYTES = 16 * 1024
 
@@ -98,21 +134,34 @@ def outer_variables(node) -> list:
     return list(found.values())
 
 
-def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int) -> Optional[list]:
-    """Output arrays of node for constant inputs, or None when it cannot (or must not) be folded.
+def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,
+              fold_float_math: bool = False) -> Optional[list]:
+    """Output arrays of node for constant inputs, or None when it cannot be folded.
 
-    Raises FoldError when the inputs break the op's rule, NotFoldable when the result is not the
-    same on every runtime."""
-    if node.op in NONDETERMINISTIC or node.op in NEVER_FOLD:
+    Raises FoldError when the inputs break the op's rule, NotFoldable when the result is not
+    defined for them or not the same on every runtime -- its subclass Inexact when the
+    difference is float math that ``fold_float_math`` accepts (then nothing is raised: the
+    NumPy kernel or onnx.reference computes it)."""
+    if node.op in NONDETERMINISTIC:
+        raise NotFoldable(f"{node.op} is non-deterministic")
+    if node.op in NEVER_FOLD:
         return None
     fn = KERNELS.get(node.op) if node.domain in (None, "", "ai.onnx") else None
     if fn is not None:
+        attrs = _attrs(node)
+        attrs["_num_outputs"] = len(node.outputs)
         try:
-            return fn(_attrs(node), inputs, version)
+            return fn(attrs, inputs, version)
+        except Inexact:
+            if not fold_float_math:
+                raise
         except (FoldError, NotFoldable):
             raise
-        except Exception:
-            pass  # an attribute form the kernel does not read: let the reference evaluator try
+        except Exception as e:  # an attribute form the kernel does not read
+            if not fold_float_math:
+                raise NotFoldable(f"{node.op} in this form is not folded ({type(e).__name__}: {str(e)[:100]})") from None
+    elif not fold_float_math:
+        raise Inexact(not_exact_reason(node.op, node.domain))
     return _fold_with_reference(node, inputs, opsets, ir_version)
 
 
