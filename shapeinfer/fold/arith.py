@@ -3,8 +3,9 @@
 Only what the spec defines exactly is computed here; every other case raises, saying why:
 
 - **Integers** wrap (two's complement, as C++ and onnxruntime compute): Add, Sub, Mul, Neg,
-  Abs, integer reductions (wrapping addition and multiplication are associative, so the order
-  does not matter) and integer MatMul. Div truncates toward zero (NumPy floors); a division by
+  Abs and integer MatMul. Integer ReduceSum/Prod/L1/SumSquare are folded only when every
+  partial result is below 2**53 and the result in range: onnxruntime accumulates them in
+  double and saturates (int32 [2**30]*4 sums to 2147483647 there, 0 wrapping). Div truncates toward zero (NumPy floors); a division by
   zero, and ``INT_MIN / -1`` (it overflows; x86 traps), are undefined: not folded. Mod with
   ``fmod=0`` takes the sign of the divisor, with ``fmod=1`` the sign of the dividend (C);
   onnxruntime computes ``fmod=1`` in double, so operands beyond 2**53 are not folded.
@@ -12,7 +13,8 @@ Only what the spec defines exactly is computed here; every other case raises, sa
   ``+ - * /``, Sqrt, Reciprocal -- and the exact ones -- Neg, Abs, Floor, Ceil, Round (half to
   even), Min/Max, Relu, Sign, comparisons, IsNaN/IsInf. float16 and bfloat16 are computed in
   float32 and rounded once more: for these operations that double rounding is innocuous.
-- **NaN**: a result that is a NaN *made* by the operation (``inf - inf``, ``0 * inf``,
+- **NaN**: a float16/bfloat16 NaN operand is not folded (computed through float32, onnxruntime
+  returns the canonical 0x7E00). A result that is a NaN *made* by the operation (``inf - inf``, ``0 * inf``,
   ``0 / 0``, ``sqrt(-1)``) has the hardware's sign and payload (x86 and ARM differ): not
   folded. Where two operands of one element are NaN, runtimes keep different payloads
   (onnxruntime returns the second operand's for Add and Mul, NumPy the first's): not folded.
@@ -27,11 +29,13 @@ Only what the spec defines exactly is computed here; every other case raises, sa
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from .dtypes import (
     BF16,
     BOOL,
+    F16,
     F32,
     IEEE_FLOATS,
     INTS,
@@ -85,11 +89,16 @@ def _operands(op: str, inputs, version: int, allowed, since_broadcast: int = 7):
 
 
 def _no_two_nans(op: str, *arrays) -> np.ndarray:
-    """The mask of NaN operands; raises where one element has NaN in two operands."""
+    """The mask of NaN operands; raises where one element has NaN in two operands, and for
+    any NaN in float16/bfloat16 (computed through float32: onnxruntime's conversion back
+    returns the canonical NaN 0x7E00, NumPy keeps the payload)."""
     masks = [isnan(a) for a in arrays]
     count = np.sum(masks, axis=0) if masks else 0
     if np.any(count >= 2):
         raise Inexact(f"{op} of two NaNs: runtimes keep different NaN payloads")
+    if arrays and arrays[0].dtype in (F16, BF16) and np.any(count):
+        raise Inexact(f"{op} of a {name(arrays[0].dtype)} NaN: its payload depends on the runtime "
+                      "(onnxruntime returns 0x7E00)")
     return np.any(masks, axis=0) if masks else None
 
 
@@ -333,6 +342,10 @@ def clip(attrs, inputs, version):
             raise Inexact("Clip with -0.0: the sign of a zero result is not defined")
     if lo is not None and hi is not None and lo.reshape(-1)[0] > hi.reshape(-1)[0]:
         raise NotFoldable("Clip with min > max is not folded")
+    if is_ieee_float(x.dtype):  # absent bounds are numeric_limits lowest()/max(): inf is clipped
+        big = np.array(ml_dtypes.finfo(x.dtype).max, dtype=x.dtype)
+        lo = -big if lo is None else lo
+        hi = big if hi is None else hi
     out = x
     if lo is not None:
         out = np.where(out < lo.reshape(()), lo.reshape(()), out)
@@ -489,6 +502,8 @@ def _reduce_kernel(op: str):
         if is_int(x.dtype):
             if empty and extreme:
                 raise NotFoldable(f"{op} over an empty set is not folded")
+            if not extreme:
+                _check_double_accumulation(op, x, axes)
             with np.errstate(all="ignore"):
                 return [_as_dtype(fn(x, axes, keepdims), x.dtype)]
         if is_ieee_float(x.dtype) and extreme:
@@ -508,6 +523,24 @@ def _reduce_kernel(op: str):
 
 for _op in _INT_REDUCE:
     kernel(_op)(_reduce_kernel(_op))
+
+
+def _check_double_accumulation(op: str, x: np.ndarray, axes) -> None:
+    """onnxruntime sums and multiplies integers in double: exact only while every partial
+    result stays below 2**53 (in any order), and it saturates a result out of range."""
+    big = x.astype(object)
+    mags = np.abs(big)
+    if op == "ReduceProd":
+        bound = np.multiply.reduce(np.where(mags == 0, 1, mags), axis=axes)
+    elif op == "ReduceSumSquare":
+        bound = np.add.reduce(mags * mags, axis=axes)
+    else:
+        bound = np.add.reduce(mags, axis=axes)
+    info = np.iinfo(x.dtype)
+    limit = min(TWO_53, int(info.max))
+    if np.any(np.asarray(bound) > limit):
+        raise NotFoldable(f"integer {op} beyond 2**53 or the type's range: onnxruntime accumulates in double "
+                          "and saturates")
 
 
 def _arg_kernel(op: str):

@@ -2,8 +2,9 @@
 
 - **int -> int** (int4/uint4 and bool included) wraps: the high bits are discarded, the rest
   read in two's complement (spec: ``200`` as int8 is ``-56``). int -> bool is ``!= 0``.
-- **float -> int** truncates toward zero; a NaN, an infinity or a value whose truncation is
-  out of the target's range is undefined by the spec: not folded.
+- **float -> int** truncates toward zero (C, NumPy, onnx.reference and onnxruntime agree); a
+  NaN, an infinity or a value whose truncation is out of the target's range is undefined by
+  the spec: not folded. To int4/uint4 only integral values: onnxruntime rounds there (1.5 -> 2).
 - **int -> float32/float64** rounds once to nearest even (C, NumPy and onnxruntime agree);
   int -> float16 as well (values beyond float32's 2**24 are infinite in float16 whichever way).
   int -> bfloat16/float8 only when every value is exact in float32: onnxruntime converts
@@ -17,12 +18,15 @@
   ignores ``saturate`` and gives NaN); with ``saturate=0`` float8e4m3fn/e5m2 are folded only
   in range (onnxruntime departs from the table just above FLT_MAX: 480 gives 448, not NaN;
   63603 gives NaN, not Inf in e5m2). A NaN cast to float8e5m2 is not folded (the spec fixes no
-  payload: onnxruntime gives 0x7F, ml_dtypes keeps the top bits).
+  payload: onnxruntime gives 0x7F, ml_dtypes keeps the top bits), nor a bfloat16 NaN to any
+  float8 (onnxruntime drops its sign).
 - **float4e2m1**: from it, exact; to it only values it holds exactly (the spec text has no
   rounding table for it).
 - **strings**: int -> string is the decimal text; string -> int reads ``-?[0-9]+`` in range.
   Floats and bools as text, and text as floats, are not folded (the spec does not fix the
   format).
+- **to bool**: ``x != 0`` (NaN is true); float8 -0.0 is not folded (onnxruntime gives true, the
+  spec false).
 - float8e8m0, int2/uint2, float6 and complex types are not folded.
 """
 
@@ -91,10 +95,13 @@ def cast_array(x: np.ndarray, dst, saturate: bool = True) -> np.ndarray:
         return _from_string(x, dst)
     if dst == BOOL:
         if src in FLOATS:
-            return x.astype(F64) != 0  # NaN is true
+            wide = x.astype(F64)
+            if src in FLOAT8 and np.any((wide == 0) & np.signbit(wide)):
+                raise NotFoldable("Cast of float8 -0.0 to bool: onnxruntime gives true, the spec false")
+            return wide != 0  # NaN is true
         return x.astype(np.int64 if src != np.uint64 else src) != 0
     if src in INT_LIKE:
-        return _from_int(x, dst)
+        return _from_int(x, dst, saturate)
     if dst in INT_LIKE:
         return _float_to_int(x, dst)
     return _float_to_float(x, dst, saturate)
@@ -142,7 +149,7 @@ def _ints_to(values: np.ndarray, dst) -> np.ndarray:
     return np.array(wrapped, dtype=dst).reshape(values.shape)
 
 
-def _from_int(x, dst):
+def _from_int(x, dst, saturate: bool):
     values = x.astype(np.int8) if x.dtype in (INT4, UINT4, BOOL) else x
     if dst in INT_LIKE:
         if dst in INTS and values.dtype in INTS:
@@ -158,7 +165,7 @@ def _from_int(x, dst):
     if not np.all(exact):
         raise Inexact(f"Cast of an integer not exact in float32 to {name(dst)}: onnxruntime rounds twice "
                       "(through float32), the spec once")
-    return _float_to_float(as_f32, dst, saturate=True)
+    return _float_to_float(as_f32, dst, saturate)
 
 
 # ---------------------------------------------------------------- from floats
@@ -172,9 +179,12 @@ def _float_to_int(x, dst):
     lo, hi = _range(dst)
     # lo and hi + 1 are powers of two (or 0): exact in float64
     if np.any(t < float(lo)) or np.any(t >= float(hi + 1)):
-        bad = f[(t < float(lo)) | (t >= float(hi + 1))].reshape(-1)[0]
+        bad = float(f[(t < float(lo)) | (t >= float(hi + 1))].reshape(-1)[0])
         raise NotFoldable(f"Cast of {bad!r} to {name(dst)} is out of range: undefined by the spec")
     if dst in (INT4, UINT4):
+        if np.any(t != f):
+            raise NotFoldable(f"Cast of a fraction to {name(dst)}: onnxruntime rounds (half away from zero) "
+                              "where it truncates for the other integer types")
         return t.astype(np.int8).astype(dst)
     return t.astype(dst)
 
@@ -203,6 +213,8 @@ def _float_to_float(x, dst, saturate: bool):
     if dst == BF16:
         return wide.astype(BF16)
     if dst in FLOAT8:
+        if src == BF16 and np.any(np.isnan(wide)):
+            raise Inexact("Cast of a bfloat16 NaN to float8: onnxruntime drops its sign (the spec keeps it)")
         return _to_float8(wide, dst, saturate)
     if dst == FLOAT4:
         out = wide.astype(FLOAT4)

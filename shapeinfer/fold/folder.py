@@ -6,9 +6,11 @@ element type; ``arith.py``: integer, boolean and correctly rounded float ops; ``
 Cast where every bit is fixed by the spec), and each of them declines the inputs whose result
 the spec leaves open or runtimes compute differently, saying why. Every other op --
 transcendental functions, float reductions, float MatMul/Gemm, float Range, anything without
-an exact kernel -- is folded only under the opt-in ``fold_float_math``, by the NumPy kernels or
-``onnx.reference`` (its last bits may differ from a runtime's). The reference evaluator is never
-used in the default mode. Non-deterministic ops are never folded.
+an exact kernel -- is folded only under the opt-in ``fold_float_math``, by ``onnx.reference``
+(its last bits may differ from a runtime's). The reference evaluator is never used in the
+default mode. Non-deterministic ops are never folded. The value kernels are held to the op's
+type constraints at the model's opset (Round takes bfloat16 from opset 22 only); the data
+movement kernels fold any element type (the bits land where the op puts them).
 
 Values keep their exact element type: constants are read with ``onnx.numpy_helper`` (through
 the TensorProto onnx-graphsurgeon keeps for them, so bfloat16/float8/int4 stay what they are)
@@ -18,6 +20,7 @@ inputs (the budget).
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import numpy as np
@@ -25,7 +28,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import arith, casts  # noqa: F401  (their kernels register in KERNELS)
-from .kernels import KERNELS, FoldError, Inexact, NotFoldable
+from .kernels import KERNELS, MOVEMENT_OPS, FoldError, Inexact, NotFoldable
 
 NONDETERMINISTIC = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
@@ -134,6 +137,48 @@ def outer_variables(node) -> list:
     return list(found.values())
 
 
+@functools.lru_cache(maxsize=None)
+def _schema(op: str, version: int):
+    try:
+        return onnx.defs.get_schema(op, version, "")
+    except Exception:
+        return None
+
+
+def _type_str(arr: np.ndarray) -> str:
+    if arr.dtype == object:
+        return "tensor(string)"
+    return f"tensor({onnx.TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(arr.dtype)).lower()})"
+
+
+def type_error(op: str, inputs: list, version: int) -> str:
+    """Why the inputs' element types break op's type constraints at this opset, or ''.
+    (A kernel computes any type it can; the model must not fold what it may not run:
+    Round takes bfloat16 only from opset 22, ReduceSum int8 not at all.)"""
+    schema = _schema(op, version)
+    if schema is None or not schema.inputs:
+        return ""
+    allowed = {tc.type_param_str: set(tc.allowed_type_strs) for tc in schema.type_constraints}
+    formal = schema.inputs
+    bound: dict = {}
+    for i, arr in enumerate(inputs):
+        if arr is None:
+            continue
+        if i >= len(formal) and formal[-1].option != onnx.defs.OpSchema.FormalParameterOption.Variadic:
+            return ""  # too many inputs: the kernel says so
+        param = formal[min(i, len(formal) - 1)]
+        try:
+            t = _type_str(arr)
+        except Exception:
+            return f"{op} input {param.name} has an element type onnx does not know"
+        ts = param.type_str
+        if t not in allowed.get(ts, {ts}):
+            return f"{op} at opset {version} does not take {t[7:-1]} (input {param.name})"
+        if ts in allowed and bound.setdefault(ts, t) != t:
+            return f"{op}'s inputs of type {ts} differ: {bound[ts][7:-1]} and {t[7:-1]}"
+    return ""
+
+
 def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,
               fold_float_math: bool = False) -> Optional[list]:
     """Output arrays of node for constant inputs, or None when it cannot be folded.
@@ -146,12 +191,18 @@ def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,
         raise NotFoldable(f"{node.op} is non-deterministic")
     if node.op in NEVER_FOLD:
         return None
-    fn = KERNELS.get(node.op) if node.domain in (None, "", "ai.onnx") else None
+    default_domain = node.domain in (None, "", "ai.onnx")
+    if default_domain and node.op not in MOVEMENT_OPS:
+        why = type_error(node.op, inputs, version)
+        if why:
+            raise NotFoldable(why)
+    fn = KERNELS.get(node.op) if default_domain else None
     if fn is not None:
         attrs = _attrs(node)
         attrs["_num_outputs"] = len(node.outputs)
         try:
-            return fn(attrs, inputs, version)
+            with np.errstate(all="ignore"):  # the kernels test the cases that matter themselves
+                return fn(attrs, inputs, version)
         except Inexact:
             if not fold_float_math:
                 raise

@@ -142,6 +142,7 @@ def tile(attrs, inputs, version):
             raise FoldError(f"{len(reps)} repeats for rank {x.ndim}")
     if any(r < 0 for r in reps):
         raise FoldError(f"negative repeats {reps}")
+    _no_float16_nan("Tile", x)
     return [np.tile(x, reps) if x.ndim else x.copy()]
 
 
@@ -299,6 +300,8 @@ def where(attrs, inputs, version):
         raise FoldError(f"Where's condition must be bool, not {cond.dtype}")
     if x.dtype != y.dtype:
         raise FoldError(f"Where of different element types {x.dtype} and {y.dtype}")
+    _no_float16_nan("Where", x)
+    _no_float16_nan("Where", y)
     try:
         cond, x, y = np.broadcast_arrays(cond, x, y)
     except ValueError:
@@ -377,6 +380,9 @@ def pad(attrs, inputs, version):
         raise FoldError(f"{len(pads)} pads for {len(axes)} axes")
     if mode not in ("constant", "edge", "reflect", "wrap") or (mode == "wrap" and version < 19):
         raise FoldError(f"unknown Pad mode {mode!r}")
+    _no_float16_nan("Pad", x)
+    if given is not None:
+        _no_float16_nan("Pad", given)
     begin = [0] * x.ndim
     end = [0] * x.ndim
     for k, a in enumerate(axes):
@@ -412,7 +418,16 @@ def _depth_space_dims(x, bs):
         raise FoldError(f"rank {x.ndim}, not 4")
     if bs < 1:
         raise FoldError(f"blocksize {bs}")
+    _no_float16_nan("DepthToSpace/SpaceToDepth", x)
     return x.shape
+
+
+def _no_float16_nan(op: str, x) -> None:
+    """onnxruntime's DepthToSpace, SpaceToDepth, Trilu, Where, Pad and Tile move float16
+    elements through float32 and give a NaN back quieted or as 0x7E00; the spec moves the
+    element as it is. Not folded."""
+    if x.dtype == np.dtype(np.float16) and np.isnan(x).any():
+        raise NotFoldable(f"{op} of a float16 NaN: onnxruntime returns 0x7E00 for it (the spec moves it as it is)")
 
 
 @kernel("DepthToSpace")
@@ -451,6 +466,7 @@ def trilu(attrs, inputs, version):
         raise FoldError(f"Trilu of rank {x.ndim}")
     if x.dtype == np.dtype(object):
         raise NotFoldable("Trilu of strings is not folded")
+    _no_float16_nan("Trilu", x)
     k = _ints(inputs[1])[0] if len(inputs) > 1 and inputs[1] is not None else 0
     rows, cols = x.shape[-2:]
     keep = np.triu(np.ones((rows, cols), bool), k) if attrs.get("upper", 1) else np.tril(np.ones((rows, cols), bool), k)
@@ -523,3 +539,9 @@ def non_zero(attrs, inputs, version):
         raise NotFoldable("NonZero of strings is not folded")
     flags = x != 0 if x.dtype.kind in "biu" else x.astype(np.float64) != 0  # exact for every float type
     return [np.array(np.nonzero(flags), dtype=np.int64).reshape(x.ndim, -1)]
+
+
+# The kernels above only move elements: they fold any element type, even one the op's type
+# constraints omit (the bits land where the op puts them). The value kernels registered later
+# (arith.py, casts.py) are held to the op's type constraints at the model's opset.
+MOVEMENT_OPS = frozenset(KERNELS)
