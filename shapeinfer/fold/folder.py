@@ -174,7 +174,7 @@ def type_error(op: str, inputs: list, version: int) -> str:
         ts = param.type_str
         if t not in allowed.get(ts, {ts}):
             return f"{op} at opset {version} does not take {t[7:-1]} (input {param.name})"
-        if ts in allowed and bound.setdefault(ts, t) != t:
+        if ts in allowed and param.is_homogeneous and bound.setdefault(ts, t) != t:
             return f"{op}'s inputs of type {ts} differ: {bound[ts][7:-1]} and {t[7:-1]}"
     return ""
 

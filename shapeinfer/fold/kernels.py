@@ -427,7 +427,7 @@ def _no_float16_nan(op: str, x) -> None:
     elements through float32 and give a NaN back quieted or as 0x7E00; the spec moves the
     element as it is. Not folded."""
     if x.dtype == np.dtype(np.float16) and np.isnan(x).any():
-        raise NotFoldable(f"{op} of a float16 NaN: onnxruntime returns 0x7E00 for it (the spec moves it as it is)")
+        raise Inexact(f"{op} of a float16 NaN: onnxruntime returns 0x7E00 for it (the spec moves it as it is)")
 
 
 @kernel("DepthToSpace")
