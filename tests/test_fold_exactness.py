@@ -1004,3 +1004,85 @@ def test_optimize_folds_exact_float_math_bit_for_bit():
     (elem, shape, raw), = run_node("Div", [np.array(1.0, np.float32), np.array(np.sqrt(np.float32(96)), np.float32)])
     assert folded.tobytes() == raw
     onnx.checker.check_model(out, full_check=True)
+
+
+# ---------------------------------------------------------------- more forms
+
+
+def test_legacy_attribute_forms_fold_like_onnxruntime():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    cases = [
+        ("Pad", [x], {"pads": [0, 1, 0, 0, 2, 1], "mode": "constant", "value": 1.5}, 2),
+        ("Pad", [x], {"pads": [0, 1, 1, 0, 1, 2], "mode": "edge"}, 2),
+        ("Split", [x], {"axis": 2, "split": [1, 3]}, 11),
+        ("Split", [x, np.array([2, 2], np.int64)], {"axis": -1}, 13),
+        ("Split", [x], {"axis": 2}, 13),
+        ("Squeeze", [x[:1]], {"axes": [0]}, 11),
+        ("Unsqueeze", [x], {"axes": [0, -1]}, 11),
+        ("Slice", [x], {"starts": [1, -2], "ends": [100, -1], "axes": [1, 2]}, 9),
+        ("ReduceSum", [np.arange(24, dtype=np.int64).reshape(2, 3, 4)], {"axes": [0, 2], "keepdims": 0}, 11),
+        ("ReduceMax", [np.arange(24, dtype=np.int32).reshape(2, 3, 4)], {"axes": [1]}, 13),
+        ("Concat", [x, x], {"axis": -1}, 11),
+        ("Cast", [np.array([1.7, -1.7, 300.0], np.float32)], {"to": TensorProto.INT32}, 6),
+        ("Gather", [x, np.array(-1, np.int64)], {"axis": 1}, 11),
+        ("GatherND", [x, np.array([[[1], [0]], [[-1], [2]]], np.int64)], {"batch_dims": 1}, 13),
+        ("GatherElements", [x, np.array([[[0, 3]], [[-1, 1]]], np.int64)], {"axis": 2}, 13),
+        ("Trilu", [x], {"upper": 1}, 14),
+        ("Tile", [x, np.array([1, 2, 1], np.int64)], {}, 13),
+    ]
+    for op, inputs, attrs, opset in cases:
+        n_out = 2 if op == "Split" else 1
+        got, declined = fold(op, inputs, attrs, opset=opset, n_out=n_out)
+        assert declined is None, (op, opset, declined)
+        expected = run_node(op, inputs, attrs, opset, n_out)
+        for g, e in zip(got, expected):
+            same_bits(g, e, f"{op}-{opset}")
+
+
+def test_split_num_outputs_that_leaves_nothing_is_declined():
+    # 5 into 4: ceil gives chunks of 2, 2, 2 and -1
+    _, declined = fold("Split", [np.arange(5, dtype=np.float32)], {"num_outputs": 4}, opset=18, n_out=4)
+    assert declined is not None
+
+
+def test_float_to_int_rule_in_semantics_agrees_with_the_cast_kernel():
+    from shapeinfer.semantics import float_to_int
+
+    rng = _rng("float_to_int")
+    values = np.concatenate([float_pool(F64, rng, 200), rng.uniform(-3e9, 3e9, 200), [2.0**63, -2.0**63, 2.0**31 - 0.5]])
+    for to, dt in ((TensorProto.INT32, np.int32), (TensorProto.UINT8, np.uint8), (TensorProto.INT64, np.int64)):
+        for v in values:
+            got, declined = fold("Cast", [np.array([v], np.float64)], {"to": to})
+            rule = float_to_int(float(v), to)
+            assert (declined is None) == (rule is not None), (v, to)
+            if rule is not None:
+                assert int(got[0][0]) == rule
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from([np.dtype(np.int8), np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32)]),
+       op=st.sampled_from(["Div", "Mod0", "Mod1", "Mul", "Sub"]))
+def test_integer_arithmetic_property(data, dtype, op):
+    """Hypothesis picks the integers (it favours the ends of the range): folded Div/Mod/Mul/Sub
+    equal onnxruntime's, or are declined for a reason that holds."""
+    a = data.draw(hnp.arrays(dtype, st.integers(1, 6)))
+    b = data.draw(hnp.arrays(dtype, a.shape))
+    attrs = {"fmod": int(op[-1])} if op.startswith("Mod") else None
+    onnx_op = op[:3] if op.startswith("Mod") else op
+    fn = {"Div": _trunc_div, "Mod0": lambda x, y: x % y, "Mod1": lambda x, y: x - y * _trunc_div(x, y),
+          "Mul": lambda x, y: x * y, "Sub": lambda x, y: x - y}[op]
+    declined = check(onnx_op, [a, b], attrs, oracle=int_oracle(fn))
+    if declined is not None:
+        why = str(declined)
+        zero = np.any(b == 0)
+        overflow = np.iinfo(dtype).min < 0 and np.any((a == np.iinfo(dtype).min) & (b == -1))
+        beyond = np.any(np.abs(a.astype(object)) > 2**53) or np.any(np.abs(b.astype(object)) > 2**53)
+        assert ("by zero" in why and zero) or ("overflows" in why and overflow) or ("2**53" in why and beyond), why
+    else:
+        got, _ = fold(onnx_op, [a, b], attrs)
+        assert got[0].tolist() == int_oracle(fn)(a, b)[0].tolist()

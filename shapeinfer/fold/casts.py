@@ -37,6 +37,7 @@ import re
 import numpy as np
 from onnx import TensorProto, helper
 
+from ..semantics import INT_RANGES
 from .dtypes import BF16, BOOL, F16, F32, F64, FLOAT4, FLOAT8, IEEE_FLOATS, INT4, INTS, UINT4, name
 from .kernels import FoldError, Inexact, NotFoldable, kernel
 
@@ -54,8 +55,7 @@ def _range(dt) -> tuple:
         return 0, 15
     if dt == BOOL:
         return 0, 1
-    info = np.iinfo(dt)
-    return int(info.min), int(info.max)
+    return INT_RANGES[helper.np_dtype_to_tensor_dtype(dt)]
 
 
 def target_dtype(to: int):
