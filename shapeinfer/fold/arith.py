@@ -3,20 +3,21 @@
 Only what the spec defines exactly is computed here; every other case raises, saying why:
 
 - **Integers** wrap (two's complement, as C++ and onnxruntime compute): Add, Sub, Mul, Neg,
-  Abs and integer MatMul. Integer ReduceSum/Prod/L1/SumSquare are folded only when every
-  partial result is below 2**53 and the result in range: onnxruntime accumulates them in
-  double and saturates (int32 [2**30]*4 sums to 2147483647 there, 0 wrapping). Div truncates toward zero (NumPy floors); a division by
-  zero, and ``INT_MIN / -1`` (it overflows; x86 traps), are undefined: not folded. Mod with
+  Abs, integer MatMul and CumSum. Integer ReduceSum/Prod/L1/SumSquare are folded only when
+  every partial result is below 2**53 and the result in range: onnxruntime accumulates them
+  in double and saturates (int32 [2**30]*4 sums to 2147483647 there, 0 wrapping). Div
+  truncates toward zero (NumPy floors); a division by zero, and ``INT_MIN / -1`` (it
+  overflows; x86 traps), are undefined: not folded. Mod with
   ``fmod=0`` takes the sign of the divisor, with ``fmod=1`` the sign of the dividend (C);
   onnxruntime computes ``fmod=1`` in double, so operands beyond 2**53 are not folded.
 - **Floats** (float16, bfloat16, float32, float64): only the correctly rounded operations --
   ``+ - * /``, Sqrt, Reciprocal -- and the exact ones -- Neg, Abs, Floor, Ceil, Round (half to
   even), Min/Max, Relu, Sign, comparisons, IsNaN/IsInf. float16 and bfloat16 are computed in
   float32 and rounded once more: for these operations that double rounding is innocuous.
-- **NaN**: a float16/bfloat16 NaN operand is not folded (computed through float32, onnxruntime
-  returns the canonical 0x7E00). A result that is a NaN *made* by the operation (``inf - inf``, ``0 * inf``,
-  ``0 / 0``, ``sqrt(-1)``) has the hardware's sign and payload (x86 and ARM differ): not
-  folded. Where two operands of one element are NaN, runtimes keep different payloads
+- **NaN**: a float16/bfloat16 NaN operand is not folded (computed through float32,
+  onnxruntime returns the canonical 0x7E00). A result that is a NaN *made* by the operation
+  (``inf - inf``, ``0 * inf``, ``0 / 0``, ``sqrt(-1)``) has the hardware's sign and payload
+  (x86 and ARM differ): not folded. Where two operands of one element are NaN, runtimes keep different payloads
   (onnxruntime returns the second operand's for Add and Mul, NumPy the first's): not folded.
   One NaN operand is propagated, its payload kept (quieted).
 - **Signed zeros** where the spec leaves the sign open (Min/Max of +0 and -0, Relu of -0,

@@ -39,13 +39,14 @@ from onnx import TensorProto, helper
 
 from ..semantics import INT_RANGES
 from .dtypes import BF16, BOOL, F16, F32, F64, FLOAT4, FLOAT8, IEEE_FLOATS, INT4, INTS, UINT4, name
-from .kernels import FoldError, Inexact, NotFoldable, kernel
+from .kernels import Inexact, NotFoldable, kernel
 
 OBJECT = np.dtype(object)
 INT_LIKE = INTS + (INT4, UINT4, BOOL)
 FLOATS = IEEE_FLOATS + tuple(FLOAT8) + (FLOAT4,)
 SUPPORTED = INT_LIKE + FLOATS + (OBJECT,)
 DECIMAL = re.compile(rb"-?[0-9]+\Z")
+FLOAT8_E5M2 = next(dt for dt, spec in FLOAT8.items() if spec[0] == TensorProto.FLOAT8E5M2)
 
 
 def _range(dt) -> tuple:
@@ -230,7 +231,7 @@ def _float_to_float(x, dst, saturate: bool):
 def _to_float8(w: np.ndarray, dst, saturate: bool):
     """float32 values (exact) to a float8 kind by the spec's tables."""
     _, fmax, _has_inf, fnuz = FLOAT8[dst]
-    if dst == np.dtype(FLOAT8_E5M2) and np.any(np.isnan(w)):
+    if dst == FLOAT8_E5M2 and np.any(np.isnan(w)):
         raise Inexact("Cast of NaN to float8e5m2: the spec fixes no payload (onnxruntime gives 0x7F)")
     with np.errstate(all="ignore"):
         rounded = w.astype(dst)  # ml_dtypes: round to nearest even, but ignores saturate
@@ -245,7 +246,3 @@ def _to_float8(w: np.ndarray, dst, saturate: bool):
                           "departs from the spec there (FLT_MAX or NaN for the table's NaN or Inf)")
     return rounded
 
-
-FLOAT8_E5M2 = next(dt for dt, spec in FLOAT8.items() if spec[0] == TensorProto.FLOAT8E5M2)
-
-__all__ = ["cast_array", "FoldError"]
