@@ -24,7 +24,7 @@ from onnx import helper, numpy_helper
 from ..fold.casts import cast_array
 from ..fold.folder import constant_array, constant_values, fold_node, outer_variables, within_budget
 from ..fold.kernels import FoldError, NotFoldable
-from .base import Pass, PassResult, register
+from .base import Pass, PassResult, register, remove_node
 
 
 def _cast_of_float_is_exact(ctx, node) -> bool:
@@ -200,14 +200,16 @@ class ConstantFoldingPass(Pass):
             if not node.outputs:
                 continue
             inputs = [None if t.is_empty() else t for t in node.inputs]
-            if all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
+            if not ctx.op(node) and (node.domain or "") in ("", "ai.onnx"):
+                result.decline(node, "not folded: a call of the model-local function " + node.op)
+            elif all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
                 if self._fold(ctx, node, inputs, result):
                     continue
             known = [_known_int_value(ctx, t) for t in node.outputs]
             if known and all(k is not None for k in known) and _cast_of_float_is_exact(ctx, node):
                 for t, arr in zip(node.outputs, known):
                     t.to_constant(constant_values(arr, t.name))
-                node.outputs.clear()
+                remove_node(node)
                 result.change(node, "its output value is known from inference: a constant now")
 
         return result
@@ -264,7 +266,7 @@ class ConstantFoldingPass(Pass):
                 if want is not None and arr.dtype != want and arr.dtype != object:
                     arr = arr.astype(want)  # onnx.reference's type (fold_float_math only)
             t.to_constant(constant_values(np.asarray(arr), t.name))
-        node.outputs.clear()
+        remove_node(node)
         if node.op != "Constant":
             result.change(node, "folded to a constant")
         else:
