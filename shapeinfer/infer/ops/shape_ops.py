@@ -207,10 +207,18 @@ def slice_len(d, s, e, k: int):
 
     last_index = sub(d, 1)
 
+    def negative(x) -> Optional[int]:
+        """-1 if x < 0, 1 if x >= 0, for every binding; -1 also where x is 0 only when d is 0
+        (-seq on a dim of size seq): both readings give the same clamp there. None: unknown."""
+        sign = _sign(x)
+        if sign is None and bounds(x)[1] <= 0 and zero_implies_zero(neg(x), d):
+            return -1
+        return sign
+
     def clamp_start(x):  # to [0, d-1]; at d == 0 that is -1 and the slice is empty
         if isinstance(x, int) and x >= _HUGE:
             return last_index
-        sign = _sign(x)
+        sign = negative(x)
         if sign is None:
             return None
         return dmin(dmax(add(d, x), 0), last_index) if sign < 0 else dmin(x, last_index)
@@ -220,7 +228,7 @@ def slice_len(d, s, e, k: int):
             return -1
         if isinstance(x, int) and x >= _HUGE:
             return last_index
-        sign = _sign(x)
+        sign = negative(x)
         if sign is None:
             return None
         return dmin(dmax(add(d, x), -1), last_index) if sign < 0 else dmin(x, last_index)
