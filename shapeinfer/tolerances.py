@@ -39,10 +39,27 @@ class Tolerance:
     fix: Callable[[ModelProto, re.Match, object], bool]  # (copy, match, facts) -> fixed?
 
 
+def _graphs(model: ModelProto) -> list:
+    """The main graph and every subgraph, each after the subgraphs inside it."""
+    out, stack = [], [(model.graph, False)]
+    while stack:
+        graph, expanded = stack.pop()
+        if expanded:
+            out.append(graph)
+            continue
+        stack.append((graph, True))
+        for n in graph.node:
+            for a in n.attribute:
+                if a.type == a.GRAPH:
+                    stack.append((a.g, False))
+                stack.extend((g, False) for g in a.graphs)
+    return out
+
+
 def _sort_graphs(model: ModelProto, match, facts) -> bool:
     from .infer.engine import _topological
 
-    def sort(graph) -> None:
+    for graph in _graphs(model):  # inner graphs first: their parents copy sorted ones
         ordered = []
         for n in _topological(list(graph.node), {}):  # a cycle was refused before the checker ran
             c = type(n)()
@@ -50,14 +67,6 @@ def _sort_graphs(model: ModelProto, match, facts) -> bool:
             ordered.append(c)
         del graph.node[:]
         graph.node.extend(ordered)
-        for n in graph.node:
-            for a in n.attribute:
-                if a.type == a.GRAPH:
-                    sort(a.g)
-                for g in a.graphs:
-                    sort(g)
-
-    sort(model.graph)
     return True
 
 
@@ -98,18 +107,10 @@ def _fill_shapes(model: ModelProto, match, facts) -> bool:
 
 def _move_runtime_ops(model: ModelProto, match, facts) -> bool:
     op = match.group("op")
-
-    def move(graph) -> None:
+    for graph in _graphs(model):
         for n in graph.node:
             if n.op_type == op and n.domain in ("", "ai.onnx"):
                 n.domain = RUNTIME_DOMAIN
-            for a in n.attribute:
-                if a.type == a.GRAPH:
-                    move(a.g)
-                for g in a.graphs:
-                    move(g)
-
-    move(model.graph)
     if not any(o.domain == RUNTIME_DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(RUNTIME_DOMAIN, 1))
     return True

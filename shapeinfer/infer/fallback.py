@@ -14,7 +14,7 @@ from onnx import NodeProto, OperatorSetIdProto, checker, defs, shape_inference
 from onnx import TypeProto
 
 from .facts import Fact
-from .protos import fact_from_type, tensor_from_value
+from .protos import fact_from_type, tensor_from_value, type_from_fact
 
 _TOKEN = "__si{}"
 # What onnx raises for a node it cannot infer (its C++ errors; a bad attribute or type may
@@ -26,23 +26,13 @@ ONNX_FAILURES = (shape_inference.InferenceError, checker.ValidationError, defs.S
 
 def _tokenized_type(fact: Fact, tokens: dict) -> TypeProto:
     """The fact's type with every symbolic dim written as a token (recorded in tokens)."""
-    if fact.type_proto is not None:
-        return fact.type_proto
-    tp = TypeProto()
-    tp.tensor_type.elem_type = fact.dtype
-    if fact.shape is not None:
-        shape = tp.tensor_type.shape
-        shape.SetInParent()
-        for d in fact.shape:
-            dim = shape.dim.add()
-            if isinstance(d, int):
-                dim.dim_value = d
-            else:
-                token = tokens.get(d)
-                if token is None:
-                    token = tokens[d] = _TOKEN.format(len(tokens))
-                dim.dim_param = token
-    return tp
+    def token(d) -> str:
+        got = tokens.get(d)
+        if got is None:
+            got = tokens[d] = _TOKEN.format(len(tokens))
+        return got
+
+    return type_from_fact(fact, token)
 
 
 def _resolved_node(node, attr_scope):

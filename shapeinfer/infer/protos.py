@@ -79,16 +79,18 @@ def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str]
     return Fact(type_proto=tp)
 
 
-def fill_shape_proto(shape_proto, shape: tuple) -> None:
+def fill_shape_proto(shape_proto, shape: tuple, name: Callable[[Dim], str] = to_str) -> None:
+    """Write dims into a TensorShapeProto; ``name`` gives a symbolic dim's dim_param (by
+    default its printed form)."""
     for d in shape:
         dim = shape_proto.dim.add()
         if isinstance(d, int):
             dim.dim_value = d
         else:
-            dim.dim_param = to_str(d)
+            dim.dim_param = name(d)
 
 
-def type_from_fact(fact: Fact) -> TypeProto:
+def type_from_fact(fact: Fact, name: Callable[[Dim], str] = to_str) -> TypeProto:
     if fact.type_proto is not None:
         return fact.type_proto
     tp = TypeProto()
@@ -96,7 +98,7 @@ def type_from_fact(fact: Fact) -> TypeProto:
     if fact.shape is not None:
         shape_proto = tp.tensor_type.shape
         shape_proto.SetInParent()
-        fill_shape_proto(shape_proto, fact.shape)
+        fill_shape_proto(shape_proto, fact.shape, name)
     return tp
 
 
