@@ -72,7 +72,7 @@ class InferenceResult:
         One entry per declared dim that says something inference also knows: ``same`` (equal),
         ``equal`` (a declared name for a dim inference expresses otherwise: ``seq_plus_1`` is
         ``seq+1``), or ``conflict`` (a declared size inference proves different)."""
-        from .infer.protos import dim_from_param, parse_dim_param, written_by_shapeinfer
+        from .infer.protos import declared_size, dim_from_param, parse_dim_param, written_by_shapeinfer
 
         read = parse_dim_param if written_by_shapeinfer(self.model) else dim_from_param
         out = []
@@ -85,10 +85,11 @@ class InferenceResult:
             if not vi.type.tensor_type.HasField("shape") or len(dims) != len(fact.shape):
                 continue
             for axis, (d, ours) in enumerate(zip(dims, fact.shape)):
-                if self.is_unknown_dim(ours) or not (d.dim_param or d.HasField("dim_value")):
+                size = declared_size(d)
+                if self.is_unknown_dim(ours) or not (d.dim_param or size is not None):
                     continue
-                declared = d.dim_param or str(d.dim_value)
-                theirs = int(d.dim_value) if d.HasField("dim_value") else read(d.dim_param)
+                declared = d.dim_param or str(size)
+                theirs = size if size is not None else read(d.dim_param)
                 if str(theirs) == str(ours):
                     kind = "same"
                 elif isinstance(theirs, int) and isinstance(ours, int):

@@ -192,7 +192,8 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
     so that external data resolves where the model says (not in the working directory)."""
     from .tolerances import tolerated
 
-    model, copied, seen = m, False, set()
+    model, copied, seen = _without_negative_dims(m), False, set()
+    copied = model is not m
     with _in_folder(base_dir if _has_external_data(m) else None):
         for _ in range(MAX_CHECKER_ROUNDS):
             try:
@@ -213,6 +214,27 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
             if not tolerance.fix(model, match, facts):
                 return  # cannot be made acceptable to the checker: nothing more to learn from it
         _type_errors(model, report)
+
+
+def _without_negative_dims(m: ModelProto) -> ModelProto:
+    """m, or a copy whose dims written ``dim_value: -1`` (a dynamic dim, to onnx.checker and
+    onnxruntime) are left blank: onnx's C++ shape inference aborts the process on some of them."""
+    def declared(g):
+        for vi in (*g.input, *g.output, *g.value_info):
+            if vi.type.HasField("tensor_type"):
+                yield from vi.type.tensor_type.shape.dim
+
+    from .tolerances import graphs_of
+
+    if not any(d.HasField("dim_value") and d.dim_value < 0 for g in graphs_of(m) for d in declared(g)):
+        return m
+    out = ModelProto()
+    out.CopyFrom(m)
+    for g in graphs_of(out):
+        for d in declared(g):
+            if d.HasField("dim_value") and d.dim_value < 0:
+                d.Clear()
+    return out
 
 
 _INFERENCE_ERROR = re.compile(r"\(op_type:(?P<op>[^,)]*)(?:, node name: (?P<node>[^)]*))?\): "
@@ -403,6 +425,7 @@ def _cycle(nodes, ins, producer: dict) -> Optional[list]:
 def _declared(result, report: CheckReport, engine=None) -> None:
     """Declared shapes on outputs/value_info that inference proves different (or equal only
     for some sizes, when the declared dim is an expression over the input symbols)."""
+    from .infer.protos import declared_size
     from .symbolic import free_symbols, provably_positive, sub
 
     inputs = result.input_symbols()
@@ -423,8 +446,8 @@ def _declared(result, report: CheckReport, engine=None) -> None:
                        f"{_shape_str(fact.shape)} (rank {len(fact.shape)}){_DECLARED_NOTE}", node, op)
             continue
         for axis, (d, ours) in enumerate(zip(dims, fact.shape)):
-            if d.HasField("dim_value") and not result.is_unknown_dim(ours):
-                theirs = int(d.dim_value)
+            if declared_size(d) is not None and not result.is_unknown_dim(ours):
+                theirs = declared_size(d)
                 if isinstance(ours, int) and ours != theirs or (not isinstance(ours, int) and _never(ours, theirs)):
                     report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
                                f"is {to_str(ours)}, never {theirs}; inferred {_shape_str(fact.shape)}{_DECLARED_NOTE}",

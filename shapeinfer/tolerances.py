@@ -39,7 +39,7 @@ class Tolerance:
     fix: Callable[[ModelProto, re.Match, object], bool]  # (copy, match, facts) -> fixed?
 
 
-def _graphs(model: ModelProto) -> list:
+def graphs_of(model: ModelProto) -> list:
     """The main graph and every subgraph, each after the subgraphs inside it."""
     out, stack = [], [(model.graph, False)]
     while stack:
@@ -59,7 +59,7 @@ def _graphs(model: ModelProto) -> list:
 def _sort_graphs(model: ModelProto, match, facts) -> bool:
     from .infer.engine import _topological
 
-    for graph in _graphs(model):  # inner graphs first: their parents copy sorted ones
+    for graph in graphs_of(model):  # inner graphs first: their parents copy sorted ones
         ordered = []
         for n in _topological(list(graph.node), {}):  # a cycle was refused before the checker ran
             c = type(n)()
@@ -107,7 +107,7 @@ def _fill_shapes(model: ModelProto, match, facts) -> bool:
 
 def _move_runtime_ops(model: ModelProto, match, facts) -> bool:
     op = match.group("op")
-    for graph in _graphs(model):
+    for graph in graphs_of(model):
         for n in graph.node:
             if n.op_type == op and n.domain in ("", "ai.onnx"):
                 n.domain = RUNTIME_DOMAIN

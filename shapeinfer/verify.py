@@ -147,7 +147,8 @@ def _inputs(model, binding, rng, special: bool = False) -> dict:
         if vi.name in init:
             continue
         tt = vi.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else binding.get(d.dim_param, 1) for d in tt.shape.dim]
+        shape = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else binding.get(d.dim_param, 1)
+                 for d in tt.shape.dim]
         np_dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
         if tt.elem_type == onnx.TensorProto.BOOL:
             feeds[vi.name] = rng.integers(0, 2, shape).astype(bool)

@@ -75,20 +75,35 @@ def test_swin_export_fails_for_odd_patch_grids_and_check_says_where():
 
 
 def test_reshape_whose_counts_never_match_is_an_error_naming_the_node():
+    """[batch,seq,32] to [0,0,13,-1]: 32 is no multiple of 13, so no run succeeds -- an error."""
     m = _tiny()
-    for n in m.graph.node:
-        if n.op_type == "Reshape":
-            shape_name = n.input[1]
-            break
-    # replace that Reshape's shape with one no binding can satisfy (13*59 is no multiple of 16)
-    m.graph.initializer.append(numpy_helper.from_array(np.array([0, 0, 13, 59], np.int64), "bad_shape"))
+    n = next(n for n in m.graph.node if n.op_type == "Reshape")
+    m.graph.initializer.append(numpy_helper.from_array(np.array([0, 0, 13, -1], np.int64), "bad_shape"))
     n.input[1] = "bad_shape"
     report = check(m)
     errs = [f for f in report.errors if f.code == "shape-error"]
     assert errs and errs[0].node == n.name and errs[0].op == "Reshape", report.findings
     assert "element counts cannot match" in errs[0].message
     assert report.exit_code == 1
-    del shape_name
+
+
+def test_reshape_that_runs_only_on_an_empty_input_is_a_warning():
+    """[B,S,32] to [0,0,13,59] differs in element count wherever the input is not empty; at
+    B = 0 both counts are 0 and onnxruntime runs it -- so inference reports its shape (no
+    'invalid model'), and check warns with a size that breaks it (an error with --strict)."""
+    m = _model("g (float[B,S,32] x) => (float y) <int64[4] s = {0, 0, 13, 59}> { y = Reshape(x, s) }")
+    assert shapeinfer.infer(m).shape_strs("y") == ["B", "S", "13", "59"]
+    report = check(m)
+    found = [f for f in report.findings if f.code == "conditional-shape"]
+    assert found and found[0].severity == "warning" and "valid only for an empty input" in found[0].message
+    assert "fails for" in found[0].message and report.exit_code == 0, report.findings
+    assert check(m, strict=True).exit_code == 1
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert sess.run(None, {"x": np.zeros((0, 3, 32), np.float32)})[0].shape == (0, 3, 13, 59)
+    with pytest.raises(Exception):
+        sess.run(None, {"x": np.zeros((1, 3, 32), np.float32)})
 
 
 def _loads_and_runs(m) -> bool:
@@ -152,7 +167,8 @@ def test_dangling_input_duplicate_output_and_cycle_are_errors():
     ("g (float[2,3] x) => (float[Y0,Y1] y) <int64[2] s = {4, 3}> { y = Expand(x, s) }", "shape-error", "broadcast"),
     ("g (float[2,3] x) => (float[Y0,Y1] y) <int64[2] r = {2, -1}> { y = Tile(x, r) }", "shape-error", "repeat"),
     ("g (float[2,3] x) => (float[Y0,Y1] y) <int64[3] r = {2, 1, 1}> { y = Tile(x, r) }", "shape-error", ""),
-    ("g (float[B,6] x) => (float[Y0,Y1,Y2] y) <int64[3] s = {0, 0, 5}> { y = Reshape(x, s) }", "shape-error", ""),
+    ("g (float[2,6] x) => (float[Y0,Y1,Y2] y) <int64[3] s = {0, 0, 5}> { y = Reshape(x, s) }", "shape-error", ""),
+    ("g (float[B,6] x) => (float[Y0,Y1,Y2] y) <int64[3] s = {0, 5, -1}> { y = Reshape(x, s) }", "shape-error", ""),
 ])
 def test_invalid_expand_tile_reshape_are_errors(text, code, fragment):
     report = check(_model(text))

@@ -55,11 +55,18 @@ def mark_written_by_shapeinfer(model) -> None:
     entry.key, entry.value = DIM_SYNTAX_KEY, DIM_SYNTAX_VALUE
 
 
+def declared_size(d) -> Optional[int]:
+    """A TensorShapeProto dim's size, or None: a name, nothing, or a negative dim_value (some
+    exporters write -1 for a dynamic dim; onnx.checker and onnxruntime read it so)."""
+    return int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else None
+
+
 def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[[str], Dim]) -> tuple:
     out = []
     for d in shape_proto.dim:
-        if d.HasField("dim_value"):
-            out.append(int(d.dim_value))
+        size = declared_size(d)
+        if size is not None:
+            out.append(size)
         elif d.HasField("dim_param") and d.dim_param:
             out.append(param(d.dim_param))
         else:

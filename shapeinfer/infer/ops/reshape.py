@@ -100,7 +100,11 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
                 f"element counts cannot match: input has {to_str(total_in)} elements, "
                 f"shape {_spec_str(spec)} has {to_str(total_out)}"
             )
-        if diff != 0:
+        if diff != 0 and _constant_ratio(total_in, total_out):
+            ctx.condition(f"valid only for an empty input: its {to_str(total_in)} elements and the "
+                          f"{to_str(total_out)} of shape {_spec_str(spec)} differ wherever they are not 0",
+                          "equal", total_in, total_out)
+        elif diff != 0:
             ctx.condition(f"valid only when {to_str(total_in)} == {to_str(total_out)} "
                           f"(the element counts of the input and of shape {_spec_str(spec)})", "equal", total_in, total_out)
     out = [d if d is not None else ctx.fresh() for d in out]
@@ -182,15 +186,23 @@ def _integral(q) -> bool:
 
 
 def _counts_never_match(total_in, total_out) -> bool:
-    """True when two element counts differ for every binding that leaves the tensor non-empty."""
+    """True when two element counts differ for every binding, 0 included: counts in a constant
+    ratio other than 1 (3*b and 2*b) differ wherever they are not both 0, so only when one of
+    them is provably positive ([3,b] to [2,0,1] runs at b = 0, where both are 0)."""
     if isinstance(total_in, int) and isinstance(total_out, int):
         return total_in != total_out
+    if not _constant_ratio(total_in, total_out):
+        return False
+    return provably_positive(total_in) or provably_positive(total_out)
+
+
+def _constant_ratio(total_in, total_out) -> bool:
+    """True when total_in / total_out is a constant other than 1 (3*b against 2*b)."""
     if total_out == 0 or total_in == 0:
         return False
     ratio = truediv(total_in, total_out)
-    if isinstance(ratio, int):
-        return ratio != 1
-    return isinstance(ratio, Expr) and len(ratio.terms) == 1 and ratio.terms[0][0] == () and ratio.terms[0][1] != Fraction(1)
+    constant = isinstance(ratio, int) or (isinstance(ratio, Expr) and len(ratio.terms) == 1 and ratio.terms[0][0] == ())
+    return constant and ratio != 1
 
 
 def _spec_str(spec) -> str:

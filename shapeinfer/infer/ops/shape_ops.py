@@ -525,7 +525,10 @@ def _reduce(ctx, axes_from_input: bool):
         axes = list(ctx.attr("axes", []) or [])
     if not axes:
         if axes_from_input and ctx.attr("noop_with_empty_axes", 0):
-            return [data]
+            # a reduction over no axis: each element alone -- itself for Sum/Prod/Max/Min/Mean,
+            # but squared, abs'd or logged for SumSquare/L1/L2/LogSum(Exp)
+            keeps = ctx.op_type in ("ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceMean")
+            return [Fact(dtype=data.dtype, shape=data.shape, value=data.value if keeps else None)]
         axes = list(range(r))
     axes = {normalize_axis(ctx, a, r) for a in axes}
     out = [1 if i in axes else d for i, d in enumerate(data.shape) if keepdims or i not in axes]
