@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from onnx import ModelProto
+from onnx import AttributeProto, ModelProto, helper
 
 from .api import infer, load_model
 from .checker import validate_structure
@@ -133,6 +133,7 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
               ignore_signed_zero=False, fold_float_math=False):
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
     graph = gs.import_onnx(src)
+    empty_lists = _empty_list_attributes(gs, src.graph, graph)
     overridable = _keep_overridable_inputs(gs, graph, src)
     graph_outputs = {t.name for t in graph.outputs}
     # One inference serves every round: no pass changes the shape or value of a tensor that
@@ -165,9 +166,17 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
     remove_dead_nodes(graph)
     if progress:
         progress("exporting")
-    current = _copy_model_meta(src, gs.export_onnx(graph, do_type_check=False))
+    current = _copy_model_meta(src, _export(gs, graph, empty_lists))
     if overridable:  # their defaults, as the model had them
         current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
+    if src.ir_version < 4 and any(t.name not in {i.name for i in current.graph.input} for t in current.graph.initializer):
+        # Before IR 4 every initializer is also an input the caller may override: constants
+        # folding made need IR 4 (the first to have constant initializers; the model's own
+        # initializers stay inputs, as they were). A Constant node could not hold them: before
+        # opset 9 it takes float types only.
+        current.ir_version = 4
+        report.changes.setdefault("export", []).append(
+            f"IR version {src.ir_version} -> 4: folded constants are initializers, which IR 3 would list as inputs")
     if assume_nonempty:
         report.assumptions.append("no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)")
     if ignore_signed_zero:
@@ -181,6 +190,69 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
     report.after = model_stats(current)
     report.seconds = time.perf_counter() - t0
     return current
+
+
+_LIST_TYPES = frozenset({AttributeProto.INTS, AttributeProto.FLOATS, AttributeProto.STRINGS, AttributeProto.TENSORS,
+                         AttributeProto.GRAPHS, AttributeProto.SPARSE_TENSORS, AttributeProto.TYPE_PROTOS})
+
+
+def _node_pairs(gs, proto_graph, gs_graph):
+    """(NodeProto, gs.Node) pairs of a graph and its subgraphs, matched by position (onnx-
+    graphsurgeon imports and exports the nodes of a graph in order)."""
+    stack = [(proto_graph, gs_graph)]
+    while stack:
+        pg, gg = stack.pop()
+        for pn, gn in zip(pg.node, gg.nodes):
+            yield pn, gn
+            for a in pn.attribute:
+                if a.type == AttributeProto.GRAPH and isinstance(gn.attrs.get(a.name), gs.Graph):
+                    stack.append((a.g, gn.attrs[a.name]))
+
+
+def _empty_list_attributes(gs, proto_graph, gs_graph) -> dict:
+    """id(node) -> [(name, attribute type)] for the empty list attributes of the imported nodes:
+    onnx-graphsurgeon keeps them as [] but cannot export them (the type of an empty list is
+    unknown to it). Passes see [] as before; _export writes them back with their type."""
+    out: dict = {}
+    for pn, gn in _node_pairs(gs, proto_graph, gs_graph):
+        for a in pn.attribute:
+            if a.type in _LIST_TYPES and not a.ref_attr_name and gn.attrs.get(a.name) == []:
+                out.setdefault(id(gn), []).append((a.name, a.type))
+    return out
+
+
+def _export(gs, graph, empty_lists: dict):
+    """The graph as a ModelProto, empty list attributes included."""
+    held = []
+    if empty_lists:
+        for node in _all_nodes(gs, graph):
+            for name, _ in empty_lists.get(id(node), ()):
+                if node.attrs.get(name) == []:
+                    held.append((node, name))
+                    del node.attrs[name]
+    try:
+        exported = gs.export_onnx(graph, do_type_check=False)
+    finally:
+        for node, name in held:
+            node.attrs[name] = []
+    if held:
+        kinds = {id(n): dict(empty_lists[id(n)]) for n, _ in held}
+        names = {}
+        for node, name in held:
+            names.setdefault(id(node), []).append(name)
+        for pn, gn in _node_pairs(gs, exported.graph, graph):
+            for name in names.get(id(gn), ()):
+                pn.attribute.append(helper.make_attribute(name, [], attr_type=kinds[id(gn)][name]))
+    return exported
+
+
+def _all_nodes(gs, graph):
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for n in g.nodes:
+            yield n
+            stack.extend(v for v in n.attrs.values() if isinstance(v, gs.Graph))
 
 
 def _keep_overridable_inputs(gs, graph, src) -> set:

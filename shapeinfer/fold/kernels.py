@@ -143,7 +143,12 @@ def tile(attrs, inputs, version):
     if any(r < 0 for r in reps):
         raise FoldError(f"negative repeats {reps}")
     _no_float16_nan("Tile", x)
-    return [np.tile(x, reps) if x.ndim else x.copy()]
+    if not x.ndim:
+        return [x.copy()]
+    out = [d * r for d, r in zip(x.shape, reps)]
+    if 0 in out:  # np.tile would build the copies of the non-empty axes first (2**40 of them, say)
+        return [np.empty(out, dtype=x.dtype)]
+    return [np.tile(x, reps)]
 
 
 @kernel("Identity")

@@ -289,6 +289,9 @@ class Engine:
                 inputs.append(f)
             else:
                 outs = self.infer_node(node, inputs, opsets, attr_scope, facts)
+                for fact in outs:
+                    if fact.shape is not None and any(type(d) is int and d > INT64_MAX for d in fact.shape):
+                        self._dim_past_int64(node, fact)
                 for name, fact in zip(node.output, outs):
                     if type(name) is not str:
                         raise ModelLoadError(f"node {node_label(node)!r} ({node.op_type}): an output name is not "
@@ -302,6 +305,16 @@ class Engine:
                             self.tensor_dims.update(d for d in fact.shape if type(d) is not int)
                 i += 1
         return produced
+
+    def _dim_past_int64(self, node, fact) -> None:
+        """A dim no tensor can have (runtimes count dims in int64): the node cannot run."""
+        big = next(d for d in fact.shape if type(d) is int and d > INT64_MAX)
+        error = ShapeInferenceError(f"an output dim would be {big}, past int64: no runtime can make this tensor",
+                                    node_name=node_label(node), op_type=node.op_type)
+        if not self.keep_going:
+            raise error
+        self.diagnostics.append(Diagnostic("error", error.node_name, node.op_type, error.rule, kind="shape-error"))
+        fact.shape = None
 
     def _check_overflow(self, node, fact) -> None:
         """A concrete integer value outside its type's range wraps at run time: keep the wrapped
@@ -440,6 +453,7 @@ class Engine:
 # WORK_PER_NODE times the model's nodes plus WORK_FLOOR (functions that call the next one twice,
 # 40 deep, would take 2^40 walks).
 MAX_NESTING = 100
+INT64_MAX = 2**63 - 1
 WORK_PER_NODE = 32
 WORK_FLOOR = 20_000
 

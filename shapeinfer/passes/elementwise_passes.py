@@ -94,8 +94,8 @@ class CancelReshapesPass(Pass):
             if ctx.op(last) != "Reshape" or not last.outputs or not last.inputs:
                 continue
             mid_out = last.inputs[0]
-            if len(mid_out.inputs) != 1 or len(mid_out.outputs) != 1:
-                continue
+            if len(mid_out.inputs) != 1 or len(mid_out.outputs) != 1 or mid_out.name in ctx.graph_outputs:
+                continue  # (the op's own output disappears in the rewrite: it must feed nothing else)
             mid = mid_out.inputs[0]
             if ctx.op(mid) not in UNARY or len(mid.outputs) != 1 or not mid.inputs:
                 continue

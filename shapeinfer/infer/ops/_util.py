@@ -80,6 +80,20 @@ def broadcast_shapes(ctx, shapes: list) -> Optional[tuple]:
     return tuple(out)
 
 
+def small_shape(shape) -> bool:
+    """Whether a value of this shape is worth tracking: every dim a plain int, each dim and the
+    element count at most MAX_VALUE_ELEMENTS (an empty tensor with a dim of 2**40 is no small
+    array: NumPy cannot even make it)."""
+    from ..facts import MAX_VALUE_ELEMENTS
+
+    count = 1
+    for d in shape:
+        if type(d) is not int or not 0 <= d <= MAX_VALUE_ELEMENTS:
+            return False
+        count *= d
+    return count <= MAX_VALUE_ELEMENTS
+
+
 def value_or_none(arr) -> Optional[np.ndarray]:
     """Drop a value that holds nothing known."""
     if arr is None:

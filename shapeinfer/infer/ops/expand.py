@@ -11,7 +11,7 @@ import numpy as np
 
 from ..facts import Fact
 from ..registry import rule
-from ._util import broadcast_dims, value_entries, value_length
+from ._util import broadcast_dims, small_shape, value_entries, value_length
 
 
 def expand_output(ctx, data, spec, length) -> Fact:
@@ -37,7 +37,7 @@ def expand_output(ctx, data, spec, length) -> Fact:
         d = broadcast_dims(ctx, a, b, [in_shape, spec])
         out.append(d if d is not None else ctx.fresh())
     value = None
-    if data.value is not None and all(isinstance(d, int) for d in out) and int(np.prod(out)) <= 4096:
+    if data.value is not None and small_shape(out):
         value = np.broadcast_to(data.value, out).copy()
     return Fact(dtype=dtype, shape=tuple(out), value=value)
 

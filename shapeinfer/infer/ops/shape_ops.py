@@ -7,6 +7,8 @@ Reduce ops (axes as attribute, or as input from ReduceSum-13 / the others' v18).
 
 from __future__ import annotations
 
+import math
+
 from fractions import Fraction
 from math import ceil
 from typing import Optional
@@ -30,7 +32,8 @@ from ...errors import ODD_INPUT_ERRORS
 from ...semantics import INT_RANGES, as_python_slice, float_to_int, slice_range, slice_runtimes_differ
 from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, obj_array, value_from_numpy
 from ..registry import rule
-from ._util import dims_value, fit_integer_value, int_entries, normalize_axis, prod, value_entries, zero_implies_zero
+from ._util import (dims_value, fit_integer_value, int_entries, normalize_axis, prod, small_shape, value_entries,
+                    zero_implies_zero)
 
 INT64 = TensorProto.INT64
 # A Slice bound at or beyond this means "to the end": no tensor dim can reach it.
@@ -44,9 +47,9 @@ def _partial_value(fact: Optional[Fact]) -> Optional[np.ndarray]:
     if fact.value is not None:
         return fact.value
     shape = fact.static_shape()
-    if shape is None or fact.dtype not in INT_TYPES or int(np.prod(shape)) > MAX_VALUE_ELEMENTS:
+    if shape is None or fact.dtype not in INT_TYPES or math.prod(shape) > MAX_VALUE_ELEMENTS:
         return None
-    return obj_array([UNKNOWN] * int(np.prod(shape)), shape)
+    return obj_array([UNKNOWN] * math.prod(shape), shape)
 
 
 @rule("Constant", since=1)
@@ -57,7 +60,7 @@ def constant(ctx):
             if name == "sparse_value":
                 return [Fact(dtype=a.values.data_type, shape=tuple(a.dims))]
             arr = None
-            if a.data_location != TensorProto.EXTERNAL and int(np.prod(a.dims)) <= MAX_VALUE_ELEMENTS:
+            if a.data_location != TensorProto.EXTERNAL and math.prod(a.dims) <= MAX_VALUE_ELEMENTS:
                 try:
                     arr = numpy_helper.to_array(a)
                 except ODD_INPUT_ERRORS:
@@ -477,7 +480,7 @@ def constant_of_shape(ctx):
             raise ctx.error(f"shape has a negative entry {e}")
     out = tuple(d if d is not None else ctx.fresh() for d in spec)
     value = None
-    if all(isinstance(d, int) for d in out) and int(np.prod(out)) <= MAX_VALUE_ELEMENTS:
+    if small_shape(out):
         fill = numpy_helper.to_array(attr).reshape(-1)[0] if attr is not None else np.float32(0)
         arr = np.full(out, fill, dtype=helper.tensor_dtype_to_np_dtype(dtype))
         value = value_from_numpy(arr, dtype)

@@ -12,7 +12,7 @@ import numpy as np
 from ...symbolic import mul, provably_nonneg
 from ..facts import Fact
 from ..registry import rule
-from ._util import normalize_axis, value_entries, value_length
+from ._util import normalize_axis, small_shape, value_entries, value_length
 
 
 @rule("Tile", since=1)
@@ -60,8 +60,10 @@ def tile(ctx):
         else:
             out.append(mul(d, r))
     value = None
-    if data.value is not None and all(isinstance(r, int) for r in spec):
-        if int(np.prod(out)) <= 4096:
+    if data.value is not None and all(isinstance(r, int) for r in spec) and small_shape(out):
+        if 0 in out:  # np.tile would build the copies of the other axes first
+            value = np.empty(tuple(out), dtype=data.value.dtype)
+        else:
             value = np.tile(data.value, spec)
     return [Fact(dtype=dtype, shape=tuple(out), value=value)]
 
