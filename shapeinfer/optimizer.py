@@ -169,6 +169,7 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
     current = _copy_model_meta(src, _export(gs, graph, empty_lists))
     if overridable:  # their defaults, as the model had them
         current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
+    _outputs_made_by_nodes(current.graph, src, opsets.get("", 0))
     if src.ir_version < 4 and any(t.name not in {i.name for i in current.graph.input} for t in current.graph.initializer):
         # Before IR 4 every initializer is also an input the caller may override: constants
         # folding made need IR 4 (the first to have constant initializers; the model's own
@@ -279,6 +280,30 @@ def _keep_overridable_inputs(gs, graph, src) -> set:
     graph.inputs = [variables.get(vi.name) or by_name[vi.name] for vi in src.graph.input
                     if vi.name in variables or vi.name in by_name]
     return set(variables)
+
+
+# Constant before opset 9 holds float types only.
+_CONSTANT_V1_TYPES = frozenset({1, 10, 11})
+
+
+def _outputs_made_by_nodes(graph, src, opset: int) -> None:
+    """A graph output that folding turned into a bare initializer is made by a Constant node
+    again, as in the original: an output that is an initializer is legal, but consumers (onnx's
+    own inference among them, which then reads the output's declaration instead) mishandle it."""
+    before = {t.name for t in src.graph.initializer}
+    outputs = {o.name for o in graph.output}
+    made = [t for t in graph.initializer if t.name in outputs and t.name not in before
+            and (opset >= 9 or t.data_type in _CONSTANT_V1_TYPES)]
+    if not made:
+        return
+    names = {t.name for t in made}
+    keep = [t for t in graph.initializer if t.name not in names]
+    nodes = [helper.make_node("Constant", [], [t.name], name=f"{t.name}_constant", value=t) for t in made]
+    nodes.extend(graph.node)
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 def remove_dead_nodes(graph) -> None:

@@ -195,7 +195,7 @@ def _first_line(e: Exception, limit: int = 160) -> str:
 def _canonical(a: np.ndarray, signed_zeros: bool = True) -> np.ndarray:
     """An unsigned-integer view of a's elements (shape a.shape + (parts,)), NaNs quieted, and
     -0.0 made +0.0 unless ``signed_zeros``."""
-    a = np.ascontiguousarray(a)
+    a = np.ascontiguousarray(a).reshape(np.shape(a))  # (alone it makes a 0-d array 1-d)
     if a.dtype.kind == "c":
         a = a.view(np.float32 if a.dtype.itemsize == 8 else np.float64).reshape(a.shape + (2,))
     else:

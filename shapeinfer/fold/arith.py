@@ -126,7 +126,7 @@ def _as_dtype(result, dt) -> np.ndarray:
 
 
 def _is_neg_zero(a: np.ndarray) -> np.ndarray:
-    return (a == 0) & ((bits_view(np.ascontiguousarray(a)) & sign_mask(a.dtype)) != 0)
+    return (a == 0) & ((bits_view(a) & sign_mask(a.dtype)) != 0)
 
 
 def _scalar(arr, what: str) -> int:
@@ -212,7 +212,7 @@ def neg(attrs, inputs, version):
     if is_int(x.dtype):
         with np.errstate(all="ignore"):
             return [_as_dtype(np.negative(x), x.dtype)]
-    ubits = bits_view(np.ascontiguousarray(x))
+    ubits = bits_view(x)
     return [(ubits ^ ubits.dtype.type(sign_mask(x.dtype))).view(x.dtype)]
 
 
@@ -222,7 +222,7 @@ def abs_(attrs, inputs, version):
     if is_int(x.dtype):
         with np.errstate(all="ignore"):
             return [_as_dtype(np.abs(x), x.dtype)]
-    ubits = bits_view(np.ascontiguousarray(x))
+    ubits = bits_view(x)
     return [(ubits & ubits.dtype.type(sign_mask(x.dtype) - 1)).view(x.dtype)]
 
 
@@ -306,11 +306,17 @@ def _extreme(op: str, ufunc, arrays, version):
     pos = np.any([z & ~n for z, n in zip(zeros, negz)], axis=0)
     neg_ = np.any(negz, axis=0)
     wt = work_dtype(dt)
+    # Select, never compute: the result is one of the operands, bit for bit (NumPy's
+    # minimum.reduce returns the canonical NaN where onnxruntime passes the operand's payload on).
+    result = arrays[0]
     with np.errstate(all="ignore"):
-        result = ufunc.reduce(np.stack([a.astype(wt) for a in arrays]))
+        for a in arrays[1:]:
+            x, y = result.astype(wt), a.astype(wt)
+            take_a = np.isnan(y) | (~np.isnan(x) & (ufunc(x, y) == y) & (x != y))
+            result = np.where(take_a, a, result)
     if np.any(pos & neg_ & (result == 0)):
         raise Inexact(f"{op} of +0.0 and -0.0: runtimes return either")
-    _no_new_nan(op, result, had_nan)
+    _no_new_nan(op, result.astype(wt), had_nan)
     return np.asarray(result).astype(dt)
 
 
@@ -593,7 +599,7 @@ def cumsum(attrs, inputs, version):
             out = out - work
     if attrs.get("reverse", 0):
         out = np.flip(out, axis)
-    return [np.ascontiguousarray(out).astype(x.dtype, copy=False)]
+    return [np.ascontiguousarray(out).reshape(out.shape).astype(x.dtype, copy=False)]
 
 
 @kernel("MatMul")

@@ -66,8 +66,9 @@ def work_dtype(dt):
 
 
 def bits_view(arr: np.ndarray) -> np.ndarray:
-    """arr's elements as unsigned integers of the same width (the raw bits)."""
-    return arr.view(_UINT_OF_SIZE[arr.dtype.itemsize])
+    """arr's elements as unsigned integers of the same width (the raw bits), same shape.
+    (np.ascontiguousarray alone would turn a 0-d array into a 1-d one.)"""
+    return np.ascontiguousarray(arr).reshape(arr.shape).view(_UINT_OF_SIZE[arr.dtype.itemsize])
 
 
 def sign_mask(dt) -> int:
