@@ -266,6 +266,7 @@ def _keep_overridable_inputs(gs, graph, src) -> set:
     if not names:
         return set()
     tensors = graph.tensors()
+    protos = {t.name: t for t in src.graph.initializer}
     variables = {}
     for name in names:
         t = tensors.get(name)
@@ -276,6 +277,10 @@ def _keep_overridable_inputs(gs, graph, src) -> set:
             variables[name] = var
         elif t is not None:
             variables[name] = t
+        else:  # read by no node: onnx-graphsurgeon does not keep it, but it is still an input
+            proto = protos[name]
+            variables[name] = gs.Variable(name, dtype=helper.tensor_dtype_to_np_dtype(proto.data_type),
+                                          shape=list(proto.dims))
     by_name = {t.name: t for t in graph.inputs}
     graph.inputs = [variables.get(vi.name) or by_name[vi.name] for vi in src.graph.input
                     if vi.name in variables or vi.name in by_name]

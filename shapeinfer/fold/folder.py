@@ -28,6 +28,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import arith, casts  # noqa: F401  (their kernels register in KERNELS)
+from ..errors import ODD_INPUT_ERRORS
 from .kernels import KERNELS, MOVEMENT_OPS, FoldError, Inexact, NotFoldable
 
 NONDETERMINISTIC = frozenset(
@@ -177,6 +178,22 @@ def type_error(op: str, inputs: list, version: int) -> str:
         if ts in allowed and param.is_homogeneous and bound.setdefault(ts, t) != t:
             return f"{op}'s inputs of type {ts} differ: {bound[ts][7:-1]} and {t[7:-1]}"
     return ""
+
+
+def exact_value(op: str, attrs: dict, inputs: list, version: int) -> Optional[list]:
+    """The outputs of the ONNX op on these concrete arrays where every runtime computes them
+    bit for bit (the default folding kernels), else None. Inference takes its float values
+    from here, so that a value it reports is one a runtime computes."""
+    fn = KERNELS.get(op)
+    if fn is None or (op not in MOVEMENT_OPS and type_error(op, inputs, version)):
+        return None
+    attrs = dict(attrs)
+    attrs["_num_outputs"] = 1
+    try:
+        with np.errstate(all="ignore"):
+            return fn(attrs, inputs, version)
+    except (FoldError, NotFoldable, *ODD_INPUT_ERRORS):
+        return None
 
 
 def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,

@@ -85,7 +85,7 @@ class ReduceSizeOnePass(Pass):
             if axes is None or any(shape[i] != 1 for i in axes):
                 continue
             out = node.outputs[0]
-            if node.attrs.get("keepdims", 1):
+            if node.attrs.get("keepdims", 1) or not axes:  # (no axis at all: a scalar reduced)
                 if out.name in ctx.graph_outputs:
                     continue
                 replace_uses(ctx.graph, out, node.inputs[0])

@@ -25,7 +25,8 @@ from ...symbolic import (
     provably_positive,
     sub,
 )
-from ..facts import INT_TYPES, UNKNOWN, Fact
+from ...fold.folder import exact_value
+from ..facts import UNKNOWN, Fact
 from ..registry import rule
 from ._util import broadcast_shapes, fit_integer_value, value_or_none
 
@@ -138,11 +139,6 @@ _BINARY = {
     "Xor": _logic(lambda a, b: a != b),
 }
 _BOOL_OUT = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"}
-_NUMPY = {
-    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Equal": np.equal, "Less": np.less,
-    "LessOrEqual": np.less_equal, "Greater": np.greater, "GreaterOrEqual": np.greater_equal,
-    "And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor,
-}
 
 
 def _apply(fn, *values):
@@ -150,17 +146,26 @@ def _apply(fn, *values):
 
 
 
-def _binary_value(op, a, b, fn):
+def _binary_value(ctx, a, b, fn):
+    """Dims and bools by the algebra; numeric (float) values by the exact folding kernels, which
+    leave unknown what runtimes compute differently (NaN payloads, signed zeros)."""
     if a.value is None or b.value is None:
         return None
     va, vb = a.value, b.value
     if va.dtype == object and vb.dtype == object:
         return value_or_none(np.asarray(_apply(fn, va, vb), dtype=object))
-    if va.dtype != object and vb.dtype != object and op in _NUMPY:
-        with np.errstate(all="ignore"):
-            out = _NUMPY[op](va, vb)
-        return out if out.dtype != bool else np.asarray(_apply(bool, out), dtype=object)
+    if va.dtype != object and vb.dtype != object:
+        return _exact(ctx, [va, vb])
     return None
+
+
+def _exact(ctx, arrays, attrs=None):
+    """The op's value on numeric arrays, as every runtime computes it, or None."""
+    got = exact_value(ctx.op_type, attrs or {}, arrays, ctx.version)
+    if got is None:
+        return None
+    out = np.asarray(got[0])
+    return np.asarray(_apply(bool, out), dtype=object) if out.dtype == bool else out
 
 
 def _out_dtype(op, facts):
@@ -192,15 +197,7 @@ def binary(ctx):
     if ctx.version < 7 and ctx.attr("broadcast", 0):
         return None  # legacy limited broadcast: onnx's inference handles it
     a, b = facts
-    fn = _BINARY[ctx.op_type]
-    if ctx.op_type == "Div" and a.dtype not in INT_TYPES:
-        value = None
-        if a.value is not None and b.value is not None and a.value.dtype != object and b.value.dtype != object:
-            with np.errstate(all="ignore"):
-                value = a.value / b.value
-                value = value.astype(a.value.dtype)
-    else:
-        value = _binary_value(ctx.op_type, a, b, fn)
+    value = _binary_value(ctx, a, b, _BINARY[ctx.op_type])
     return [_broadcast_rule(ctx, facts, value)]
 
 
@@ -315,23 +312,18 @@ def unary(ctx):
             value = value_or_none(np.asarray(_apply(fn, data.value), dtype=object).reshape(data.value.shape))
             value = fit_integer_value(value, data.dtype)  # -INT_MIN wraps
         else:
-            value = {"Neg": np.negative, "Abs": np.abs, "Not": np.logical_not}[ctx.op_type](data.value)
+            value = _exact(ctx, [data.value])
     return [Fact(dtype=data.dtype, shape=data.shape, value=value)]
 
 
-_SAME_SHAPE_FLOAT = {"Floor": np.floor, "Ceil": np.ceil, "Sqrt": np.sqrt, "Reciprocal": np.reciprocal,
-                     "Relu": lambda x: np.maximum(x, 0)}
-
-
-@rule(*_SAME_SHAPE_FLOAT, since=6)
+@rule("Floor", "Ceil", "Sqrt", "Reciprocal", "Relu", since=6)
 def same_shape_float(ctx):
     data = ctx.input(0)
     if data is None:
         return None
     value = None
     if data.value is not None and data.value.dtype != object:
-        with np.errstate(all="ignore"):
-            value = _SAME_SHAPE_FLOAT[ctx.op_type](data.value).astype(data.value.dtype)
+        value = _exact(ctx, [data.value])  # Relu of -0.0 or NaN is left unknown, as are NaN payloads
     return [Fact(dtype=data.dtype, shape=data.shape, value=value)]
 
 

@@ -29,7 +29,8 @@ from ...symbolic import (
     sub,
 )
 from ...errors import ODD_INPUT_ERRORS
-from ...semantics import INT_RANGES, as_python_slice, float_to_int, slice_range, slice_runtimes_differ
+from ...fold.folder import exact_value
+from ...semantics import INT_RANGES, as_python_slice, slice_range, slice_runtimes_differ
 from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, obj_array, value_from_numpy
 from ..registry import rule
 from ._util import (dims_value, fit_integer_value, int_entries, normalize_axis, prod, small_shape, value_entries,
@@ -347,35 +348,36 @@ def squeeze(ctx):
     return [Fact(dtype=data.dtype, shape=tuple(out), value=value)]
 
 
-def _cast_value(value, src: int, dst: int):
-    """The value of Cast(value) from src to dst as the spec defines it, or None where it is not
-    defined (a float out of the integer type's range) or not known."""
+def _cast_value(ctx, value, src: int, dst: int):
+    """The value of Cast(value) from src to dst as every runtime computes it, or None.
+
+    Integer dims stay symbolic through a cast to an integer type (wrapping where they may not
+    fit: see fit_integer_value) or to bool; concrete values go through the exact Cast kernel of
+    folding, which leaves unknown what the spec leaves undefined (a float out of an integer
+    type's range) or runtimes compute differently (double rounding to float16, saturation)."""
     if value is None:
         return None
     bool_t = TensorProto.BOOL
     if value.dtype == object:  # elements of an integer or bool tensor: ints, bools, dims, UNKNOWN
         if src not in INT_TYPES and src != bool_t:
             return None
-        if dst in INT_TYPES:
-            if src == bool_t:
-                value = np.frompyfunc(lambda e: int(e) if isinstance(e, bool) else e, 1, 1)(value)
-            return fit_integer_value(value, dst, wrap=True)  # to a narrower type: wraps
-        if dst == bool_t:
-            return np.frompyfunc(_nonzero, 1, 1)(value)
         flat = value.reshape(-1).tolist()
-        if dst in FLOAT_TYPES and all(isinstance(e, (int, bool)) for e in flat):
-            return np.array([int(e) for e in flat], dtype=helper.tensor_dtype_to_np_dtype(dst)).reshape(value.shape)
+        if not all(type(e) in (int, bool) for e in flat):
+            if dst in INT_TYPES:
+                if src == bool_t:
+                    value = np.frompyfunc(lambda e: int(e) if isinstance(e, bool) else e, 1, 1)(value)
+                return fit_integer_value(value, dst, wrap=True)  # to a narrower type: wraps
+            if dst == bool_t:
+                return np.frompyfunc(_nonzero, 1, 1)(value)
+            return None
+        try:
+            value = np.array(flat, dtype=helper.tensor_dtype_to_np_dtype(src)).reshape(value.shape)
+        except (OverflowError, ValueError, TypeError):
+            return None
+    if dst not in INT_TYPES and dst != bool_t and dst not in FLOAT_TYPES:
         return None
-    if src in FLOAT_TYPES and dst == bool_t:
-        return obj_array((bool(x) for x in (value != 0).reshape(-1)), value.shape)  # NaN is True
-    if src in FLOAT_TYPES and dst in INT_TYPES:
-        ints = [float_to_int(float(x), dst) for x in value.reshape(-1)]
-        if any(i is None for i in ints):
-            return None  # NaN, infinity or out of range: undefined by the spec
-        return obj_array(ints, value.shape)
-    if src in FLOAT_TYPES and dst in FLOAT_TYPES:
-        return value.astype(helper.tensor_dtype_to_np_dtype(dst))
-    return None
+    got = exact_value("Cast", {"to": dst, "saturate": ctx.attr("saturate", 1)}, [value], ctx.version)
+    return None if got is None else value_from_numpy(np.asarray(got[0]), dst)
 
 
 def _nonzero(e):
@@ -394,7 +396,7 @@ def cast(ctx):
     to = ctx.attr("to")
     if data is None or to is None or isinstance(to, (bytes, str)):
         return None
-    return [Fact(dtype=to, shape=data.shape, value=_cast_value(data.value, data.dtype, to))]
+    return [Fact(dtype=to, shape=data.shape, value=_cast_value(ctx, data.value, data.dtype, to))]
 
 
 @rule("CastLike", since=15)
@@ -402,7 +404,7 @@ def cast_like(ctx):
     data, like = ctx.input(0), ctx.input(1)
     if data is None or like is None or not like.dtype:
         return None
-    return [Fact(dtype=like.dtype, shape=data.shape, value=_cast_value(data.value, data.dtype, like.dtype))]
+    return [Fact(dtype=like.dtype, shape=data.shape, value=_cast_value(ctx, data.value, data.dtype, like.dtype))]
 
 
 @rule("Range", since=11)
