@@ -15,7 +15,7 @@ from .encoding import graph_patch, tensor_value_info
 from .errors import ODD_INPUT_ERRORS, ModelLoadError
 from .infer.engine import Engine
 from .infer.facts import Fact
-from .infer.protos import fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
+from .infer.protos import clear_negative_dims, fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
 from .symbolic import Dim, free_symbols, to_str
 
 RESHAPE_LIKE = ("Expand", "Reshape", "Tile")
@@ -318,6 +318,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     out.CopyFrom(model)
     mark_written_by_shapeinfer(out)
     g = out.graph
+    clear_negative_dims(g)
     for vi in g.input:
         fact = result.facts.get(vi.name)
         if input_shapes and vi.name in input_shapes and fact is not None and fact.shape is not None:

@@ -17,6 +17,7 @@ from onnx import AttributeProto, ModelProto, helper
 
 from .api import infer, load_model
 from .checker import validate_structure
+from .infer.protos import clear_negative_dims
 from .fold.folder import DEFAULT_BUDGET_BYTES
 from .passes import REGISTRY
 from .passes.base import PassContext, replace_uses
@@ -79,6 +80,7 @@ def _copy_model_meta(src: ModelProto, graph_model: ModelProto) -> ModelProto:
         if vi.name in declared:
             vi.type.CopyFrom(declared[vi.name].type)
     out.graph.ClearField("value_info")
+    clear_negative_dims(out.graph)
     return out
 
 

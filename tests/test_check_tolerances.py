@@ -126,3 +126,20 @@ def test_assume_nonempty_keeps_a_forced_broadcast_that_fails():
     run(64)
     with pytest.raises(Exception):
         run(65)
+
+
+def test_onnx_shape_complaints_onnxruntime_runs_are_not_errors():
+    """onnx's strict inference reads the default of an input that is also an initializer as a
+    constant and refuses Reshape(x[0], [0,-1]) ('product cannot be 0 in combination with -1');
+    onnxruntime loads the model and runs it with the shape the caller feeds. onnx's shape
+    complaints are not findings: shapeinfer's own rules judge the node."""
+    s = helper.make_tensor_value_info("s", T.INT64, [2])
+    m = _model([helper.make_node("Reshape", ["x", "s"], ["y"])], inputs=[helper.make_tensor_value_info("x", T.FLOAT, [0]), s],
+               outputs=[helper.make_tensor_value_info("y", T.FLOAT, None)],
+               inits=[numpy_helper.from_array(np.array([0, -1], np.int64), "s")])
+    with pytest.raises(Exception, match="Product cannot be 0"):
+        onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert sess.run(None, {"x": np.zeros(0, np.float32), "s": np.array([0, 3], np.int64)})[0].shape == (0, 3)
+    report = shapeinfer.check(m)
+    assert report.exit_code == 0, report.findings

@@ -125,3 +125,52 @@ def test_removing_x_times_one_may_return_a_signalling_nan_unquieted():
     assert not _bits_equal(want, got)  # the signalling NaNs differ in their quiet bit only
     assert _same(want, got) == ""  # which verify's rule allows
     assert _bits_equal(want[2:], got[2:])
+
+
+def test_collapsed_reshapes_at_opset_below_5_take_the_shape_as_an_attribute():
+    model = onnx.parser.parse_model("""
+    <ir_version: 8, opset_import: ["" : 3]>
+    g (float[A,4] x) => (float y) {
+      r = Reshape<shape = [0]>(x)
+      y = Reshape<shape = [1, -1]>(r)
+    }
+    """)
+    out = shapeinfer.optimize(model)
+    onnx.checker.check_model(out, full_check=True)  # Reshape-1 takes one input
+    assert all(len(n.input) == 1 for n in out.graph.node if n.op_type == "Reshape")
+
+
+def test_a_sum_of_squares_over_no_axis_still_squares():
+    """ReduceSumSquare with noop_with_empty_axes=1 and no axes squares each element: neither
+    inference nor folding may pass the input on ([2] -> [4])."""
+    model = onnx.parser.parse_model("""
+    <ir_version: 9, opset_import: ["" : 18]>
+    g (int32[2] x) => (int64[1] y) {
+      s = Shape(x)
+      y = ReduceSumSquare<keepdims = 1, noop_with_empty_axes = 1>(s)
+    }
+    """)
+    assert shapeinfer.infer(model).fact("y").value is None  # (not the input passed on)
+    out = shapeinfer.optimize(model)
+    (want,), (got,) = _run(model, {"x": np.zeros(2, np.int32)}), _run(out, {"x": np.zeros(2, np.int32)})
+    assert want.tolist() == got.tolist() == [4]
+
+
+def test_a_declared_dim_value_minus_one_is_written_as_an_unnamed_dim():
+    """Some exporters write a dynamic dim as dim_value -1; onnx's own inference reads it as the
+    size -1 (and refuses an Expand to [4] once the target is constant). Written models carry
+    an unnamed dim instead, which every tool reads as dynamic."""
+    model = onnx.parser.parse_model("""
+    <ir_version: 10, opset_import: ["" : 21]>
+    g (float[batch,-1] x) => (int64[?] y) <int64[4] c = {0, 1, 2, 3}> {
+      s = Shape(c)
+      e = Expand(x, s)
+      y = Shape(e)
+    }
+    """)
+    for out in (shapeinfer.optimize(model), shapeinfer.infer_shapes(model)):
+        dims = out.graph.input[0].type.tensor_type.shape.dim
+        assert not dims[1].HasField("dim_value") and not dims[1].dim_param
+        onnx.checker.check_model(out, full_check=True)
+    feeds = {"x": np.zeros((2, 1), np.float32)}
+    assert _run(model, feeds)[0].tolist() == _run(shapeinfer.optimize(model), feeds)[0].tolist() == [2, 4]

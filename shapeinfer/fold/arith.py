@@ -496,7 +496,9 @@ def _reduce_kernel(op: str):
         x = inputs[0]
         keepdims = bool(attrs.get("keepdims", 1))
         axes = _reduce_axes(attrs, inputs, version, axes_input_since, x.ndim)
-        if axes is None:
+        if axes is None:  # a reduction over no axis: each element alone
+            if op in ("ReduceSumSquare", "ReduceL1"):
+                raise NotFoldable(f"{op} over no axis still squares or takes |x|: not folded")
             return [np.array(x)]
         if x.ndim == 0:
             axes = None

@@ -61,6 +61,17 @@ def declared_size(d) -> Optional[int]:
     return int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else None
 
 
+def clear_negative_dims(graph) -> None:
+    """Write a declared dim_value -1 (a dynamic dim, to onnx.checker and onnxruntime; some
+    exporters write it so) as an unnamed dim, which every tool reads the same way (onnx's own
+    inference takes -1 for a size)."""
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        if vi.type.HasField("tensor_type"):
+            for d in vi.type.tensor_type.shape.dim:
+                if d.HasField("dim_value") and d.dim_value < 0:
+                    d.Clear()
+
+
 def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[[str], Dim]) -> tuple:
     out = []
     for d in shape_proto.dim:

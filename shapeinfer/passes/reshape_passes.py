@@ -156,9 +156,12 @@ class CollapseReshapesPass(Pass):
                 continue
             was = node.op
             node.op, node.attrs = "Reshape", {}
-            shape = _new_const(ctx, f"{node.name or 'Reshape'}_shape", list(spec))
             node.inputs.clear()
-            node.inputs.extend([src, shape])
+            if ctx.opsets.get("", 0) < 5:  # Reshape-1 takes the shape as an attribute
+                node.attrs["shape"] = [int(v) for v in spec]
+                node.inputs.append(src)
+            else:
+                node.inputs.extend([src, _new_const(ctx, f"{node.name or 'Reshape'}_shape", list(spec))])
             ctx.touched(node)
             result.change(node, f"merged with {inner.name or inner.op} ({inner.op}): {'' if was == 'Reshape' else was + ' became '}Reshape of its input to {list(spec)}")
         return result
