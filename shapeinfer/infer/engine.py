@@ -109,7 +109,7 @@ class Engine:
         self._calls: list = []  # the model-local functions being walked, outermost first
         self._depth = 0  # function calls and subgraphs being walked
         self._work = 0  # nodes walked, bodies included
-        self._work_limit = 0  # set by run(): proportional to the model
+        self._work_limit = None  # proportional to the model; counted when a body is first walked
         self.diagnostics: list = []
         self.minted: dict = {}  # minted symbol name -> where it came from
         taken: set = set()
@@ -238,7 +238,6 @@ class Engine:
                     fact.shape = facts[vi.name].shape
             facts[vi.name] = fact
         self.facts = facts
-        self._work_limit = WORK_PER_NODE * _count_nodes(self.model) + WORK_FLOOR
         self.produced = self.run_nodes(graph.node, facts, self.opsets, None)
         return facts
 
@@ -290,8 +289,11 @@ class Engine:
             else:
                 outs = self.infer_node(node, inputs, opsets, attr_scope, facts)
                 for fact in outs:
-                    if fact.shape is not None and any(type(d) is int and d > INT64_MAX for d in fact.shape):
-                        self._dim_past_int64(node, fact)
+                    if fact.shape:
+                        for d in fact.shape:
+                            if d.__class__ is int and d > INT64_MAX:
+                                self._dim_past_int64(node, fact)
+                                break
                 for name, fact in zip(node.output, outs):
                     if type(name) is not str:
                         raise ModelLoadError(f"node {node_label(node)!r} ({node.op_type}): an output name is not "
@@ -380,6 +382,8 @@ class Engine:
         if self._depth >= MAX_NESTING:
             self.warn(node, f"{what} nested more than {MAX_NESTING} deep: outputs unknown", kind="budget")
             return False
+        if self._work_limit is None:
+            self._work_limit = WORK_PER_NODE * _count_nodes(self.model) + WORK_FLOOR
         if self._work > self._work_limit:
             self.warn(node, f"{what} not walked: the model has already taken {self._work} node visits, "
                             f"{WORK_PER_NODE} times its size (calls that multiply); outputs unknown", kind="budget")
