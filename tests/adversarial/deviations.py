@@ -1,0 +1,176 @@
+"""Where the runtimes differ from the spec text, and the spec's answer for the ops we emit.
+
+The spec text is the judge. For every node of the main graph, at every binding that ran, the
+spec's output shape is computed from the *runtime* inputs of the node (``spec_shapes``) and
+compared with what the runtime produced. A difference that matches a documented deviation below
+marks that node's outputs and everything computed from them as *tainted* at that binding: those
+tensors are compared with the spec's shape for the node itself and skipped downstream (and a
+graph output so tainted is not compared between the original and the optimised model). A
+difference that matches nothing below is counted as ``unlisted`` in the summary, with the node:
+either a new runtime deviation (then it belongs in this list) or a mistake of the spec model.
+
+Documented deviations (name: what the runtime does / what the spec says):
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+from . import spec
+from .spec import INT32_MAX, INT64_MAX
+
+KNOWN = {
+    "ort-reduce-empty-negative-axis-keeps-shape":
+        "onnxruntime, Reduce*/ArgMax/ArgMin with a negative axis on an empty input (every opset tried, 11-22): "
+        "the output keeps the input's shape; the spec reduces the axis (1 with keepdims, removed without). "
+        "With the same axis written non-negative the shape is right.",
+    "ort-reshape-allowzero-0-and-minus1":
+        "onnxruntime, Reshape allowzero=1 with both 0 and -1 in the shape: runs; the spec says the shape is invalid.",
+    "ort-split18-uneven":
+        "onnxruntime, Split-18 with num_outputs that does not divide the axis: fails; the spec gives the last "
+        "chunk the remainder (not tainting: the original then fails, nothing is compared).",
+    "ort-scan-empty-axis-crash":
+        "onnxruntime, Scan over a 0-length axis: crashes the process; such bindings are not run at all "
+        "(gen.make_feeds).",
+    "ort-int-pow-through-double":
+        "onnxruntime, integer Pow computes through double: large results lose low bits; the spec is exact "
+        "integer arithmetic.",
+    "ort-slice-intmax-end-negative-step":
+        "onnxruntime, Slice with a negative step and an end of exactly INT32_MAX or INT64_MAX: runs down to "
+        "index 0; the spec clamps the end to dim-1 and the slice is empty.",
+    "ort-int64-min-div-minus1-sigfpe":
+        "onnxruntime, integer Div/Mod of INT64_MIN by -1: the process dies of SIGFPE; the spec wraps "
+        "(two's complement). The generator never builds it (recipes.arith_step).",
+    "ref-slice-negative-step-start-below-dim":
+        "onnx.reference, Slice with a negative step and a start below -dim: NumPy's clamping (an empty "
+        "slice); the spec clamps the start to 0 and yields one element.",
+    "ort-ir3-initializer-inputs-not-overridable":
+        "onnxruntime, IR version 3 (every initializer listed as a graph input): feeding such an input is refused "
+        "('Invalid input name'); the IR spec makes an initializer with an input's name that input's default. "
+        "The generator feeds initializers only from opset 9 (IR 4) on.",
+    "onnx-checker-initializer-input-as-constant":
+        "onnx.checker (full_check) infers shapes from the stored value of an initializer that is also a graph "
+        "input, so a declared shape that holds for the fed value is refused; not a runtime difference, the "
+        "checker's verdict on such models is not used (runner.check_optimized).",
+}
+__doc__ += "\n".join(f"- {k}: {v}" for k, v in KNOWN.items())
+
+REDUCE_OPS = {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd", "ReduceMean", "ReduceL1", "ReduceL2",
+              "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}
+
+
+def opset_of(model, domain="") -> int:
+    for o in model.opset_import:
+        if o.domain == domain or (domain == "" and o.domain == "ai.onnx"):
+            return o.version
+    return 0
+
+
+def _attrs(node) -> dict:
+    out = {}
+    for a in node.attribute:
+        if a.ref_attr_name:
+            continue
+        v = helper.get_attribute_value(a)
+        if a.type == a.TENSOR:
+            v = numpy_helper.to_array(v)
+        out[a.name] = v
+    return out
+
+
+def _pair(arr):
+    if arr is None:
+        return None
+    arr = np.asarray(arr)
+    val = arr if arr.dtype.kind in "iub" and arr.size <= 4096 else None
+    return (tuple(arr.shape), val)
+
+
+def spec_shapes(node, opset, ins):
+    """The spec's output shapes of node from the runtime input arrays (None where an input is
+    absent), or None when this module has no rule for the op or cannot tell."""
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    op = node.op_type
+    a = _attrs(node)
+    pairs = [_pair(x) for x in ins]
+    try:
+        if op == "Reshape":
+            res = spec.reshape(a, pairs, opset)
+        elif op == "Expand":
+            res = spec.expand(a, pairs)
+        elif op == "Tile" and opset >= 6:
+            res = spec.tile(a, pairs, opset)
+        elif op == "Slice":
+            res = spec.slice_op(a, pairs, opset)
+        elif op == "Shape":
+            res = spec.shape_op(a, pairs)
+        elif op == "Gather":
+            res = spec.gather(a, pairs)
+        elif op == "Concat":
+            res = spec.concat(a, pairs)
+        elif op == "Unsqueeze":
+            res = spec.unsqueeze(a, pairs, opset)
+        elif op == "Squeeze":
+            res = spec.squeeze(a, pairs, opset)
+        elif op in REDUCE_OPS:
+            from_input = (op == "ReduceSum" and opset >= 13) or opset >= 18
+            res = spec.reduce_op(op, a, pairs, from_input)
+        elif op in ("ArgMax", "ArgMin"):
+            res = spec.argmax(a, pairs)
+        elif op == "Range":
+            res = spec.range_op(a, pairs)
+        elif op == "ConstantOfShape":
+            res = spec.constant_of_shape({}, pairs, 0)
+        elif op == "Flatten":
+            res = spec.flatten(a, pairs)
+        elif op == "Transpose":
+            res = spec.transpose(a, pairs)
+        elif op == "Size":
+            res = spec.size_op(a, pairs)
+        elif op in ("Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", "Equal", "Greater", "Less", "Where", "Pow"):
+            res = [(spec.bcast(*(p[0] for p in pairs if p is not None)), None)]
+        else:
+            return None
+    except spec.Invalid:
+        return "invalid"
+    except (spec.Unknown, KeyError, TypeError, ValueError, IndexError):
+        return None
+    return [tuple(s) for s, _ in res]
+
+
+def classify(node, opset, ins, outs, spec_out, engine) -> str:
+    """The name of the documented deviation this difference is, or 'unlisted'."""
+    op = node.op_type
+    a = _attrs(node)
+    if engine == "onnxruntime":
+        if (op in REDUCE_OPS or op in ("ArgMax", "ArgMin")) and ins[0] is not None and ins[0].size == 0 \
+                and outs[0] == tuple(np.shape(ins[0])):
+            return "ort-reduce-empty-negative-axis-keeps-shape"
+        if op == "Reshape" and a.get("allowzero", 0) and opset >= 14:
+            t = np.asarray(ins[1]).reshape(-1)
+            if (t == 0).any() and (t == -1).any():
+                return "ort-reshape-allowzero-0-and-minus1"
+        if op == "Slice" and opset >= 10 and len(ins) > 4 and ins[4] is not None:
+            ends, steps = np.asarray(ins[2]).reshape(-1), np.asarray(ins[4]).reshape(-1)
+            if any(k < 0 and e in (INT32_MAX, INT64_MAX) for e, k in zip(ends.tolist(), steps.tolist())):
+                return "ort-slice-intmax-end-negative-step"
+        if op == "Pow" and ins[0] is not None and np.asarray(ins[0]).dtype.kind in "iu":
+            return "ort-int-pow-through-double"
+    else:
+        if op == "Slice" and opset >= 10 and len(ins) > 4 and ins[4] is not None:
+            starts, steps = np.asarray(ins[1]).reshape(-1), np.asarray(ins[4]).reshape(-1)
+            axes = np.asarray(ins[3]).reshape(-1) if ins[3] is not None else np.arange(len(starts))
+            shape = np.asarray(ins[0]).shape
+            if any(k < 0 and s < -shape[ax] for s, k, ax in zip(starts.tolist(), steps.tolist(), axes.tolist())):
+                return "ref-slice-negative-step-start-below-dim"
+    return "unlisted"
+
+
+def value_deviation(node, opset, ins, engine) -> str:
+    """A deviation in values only (shapes agree): integer Pow through double."""
+    if engine == "onnxruntime" and node.op_type == "Pow" and node.domain in ("", "ai.onnx") and ins[0] is not None \
+            and np.asarray(ins[0]).dtype.kind in "iu":
+        return "ort-int-pow-through-double"
+    return ""
