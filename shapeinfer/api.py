@@ -7,13 +7,15 @@ import os
 from typing import Optional
 
 import onnx
+from google.protobuf.message import DecodeError
 from onnx import ModelProto, TypeProto
 
 from .encoding import graph_patch, tensor_value_info
-from .errors import ModelLoadError
+
+from .errors import ODD_INPUT_ERRORS, ModelLoadError
 from .infer.engine import Engine
 from .infer.facts import Fact
-from .infer.protos import fill_shape_proto, type_from_fact
+from .infer.protos import fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
 from .symbolic import Dim, free_symbols, to_str
 
 RESHAPE_LIKE = ("Expand", "Reshape", "Tile")
@@ -70,8 +72,9 @@ class InferenceResult:
         One entry per declared dim that says something inference also knows: ``same`` (equal),
         ``equal`` (a declared name for a dim inference expresses otherwise: ``seq_plus_1`` is
         ``seq+1``), or ``conflict`` (a declared size inference proves different)."""
-        from .infer.protos import parse_dim_param
+        from .infer.protos import dim_from_param, parse_dim_param, written_by_shapeinfer
 
+        read = parse_dim_param if written_by_shapeinfer(self.model) else dim_from_param
         out = []
         g = self.model.graph
         for vi in list(g.output) + list(g.value_info):
@@ -85,7 +88,7 @@ class InferenceResult:
                 if self.is_unknown_dim(ours) or not (d.dim_param or d.HasField("dim_value")):
                     continue
                 declared = d.dim_param or str(d.dim_value)
-                theirs = int(d.dim_value) if d.HasField("dim_value") else parse_dim_param(d.dim_param)
+                theirs = int(d.dim_value) if d.HasField("dim_value") else read(d.dim_param)
                 if str(theirs) == str(ours):
                     kind = "same"
                 elif isinstance(theirs, int) and isinstance(ours, int):
@@ -191,7 +194,7 @@ def load_model(path: str | os.PathLike, load_external_data: bool = False) -> Mod
     model = ModelProto()
     try:
         model.ParseFromString(data)
-    except Exception:
+    except (DecodeError, *ODD_INPUT_ERRORS):
         raise ModelLoadError(f"{p}: not an ONNX model (the file does not parse as a ModelProto)") from None
     if not model.HasField("graph") or (not model.opset_import and not model.graph.node):
         raise ModelLoadError(f"{p}: not an ONNX model (no graph in it)")
@@ -232,7 +235,7 @@ def _as_model(model) -> ModelProto:
         m = ModelProto()
         try:
             m.ParseFromString(model)
-        except Exception:
+        except (DecodeError, *ODD_INPUT_ERRORS):
             raise ModelLoadError("the bytes given do not parse as an ONNX model") from None
         return m
     raise TypeError(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
@@ -312,6 +315,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     the declared ones everywhere."""
     out = ModelProto()
     out.CopyFrom(model)
+    mark_written_by_shapeinfer(out)
     g = out.graph
     for vi in g.input:
         fact = result.facts.get(vi.name)

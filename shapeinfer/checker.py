@@ -313,7 +313,7 @@ def _declared(result, report: CheckReport, engine=None) -> None:
             elif d.dim_param and engine is not None and not result.is_unknown_dim(ours):
                 # a declared expression over the input symbols is a claim: check it
                 try:
-                    theirs = engine.param(d.dim_param)
+                    theirs = engine.claim(d.dim_param)
                 except Exception:
                     continue
                 free = free_symbols(theirs)

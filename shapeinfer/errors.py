@@ -30,3 +30,10 @@ class ExternalDataError(ModelLoadError):
 
     invalid_model = True
     code = "external-data"
+
+
+# What library code raises when it meets input it cannot handle (a tensor numpy cannot convert,
+# an attribute of an odd type, arithmetic on an odd value). Code that tolerates odd input
+# catches exactly these: anything else -- an exception a signal handler raises, a
+# KeyboardInterrupt, MemoryError -- is not about the input and must propagate.
+ODD_INPUT_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, NotImplementedError)

@@ -364,7 +364,8 @@ twice (x) => (y) { y = Add(x, x) }
     out = shapeinfer.optimize(model)
     onnx.checker.check_model(out, full_check=True)
     assert out.doc_string == "the model" and out.producer_name == "me"
-    assert [(p.key, p.value) for p in out.metadata_props] == [("k", "v")]
+    # the author's entry is kept; the marker says the dims use shapeinfer's printed syntax
+    assert [(p.key, p.value) for p in out.metadata_props] == [("k", "v"), ("shapeinfer.dim_syntax", "expressions-1")]
     assert [f.name for f in out.functions] == ["twice"]
     assert {(o.domain, o.version) for o in out.opset_import} == {("", 18), ("local", 1)}
     assert "If" in _ops(out) and "Reshape" not in _ops(out)

@@ -15,18 +15,19 @@ from typing import Optional
 
 from onnx import TensorProto
 
-from ..errors import ModelLoadError, ShapeInferenceError
-from ..symbolic import Dim, add, provably_positive, substitute, sym
-from ..symbolic.expr import Expr
+from ..errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
+from ..symbolic import Dim, ExpressionTooLarge, add, provably_positive, substitute, sym
+from ..symbolic.expr import Expr, _atom_dim
 from . import ops  # noqa: F401  (registers the rules)
 from .context import NodeContext, node_label
 from .facts import Fact
 from .fallback import infer_with_onnx
-from .protos import fact_from_type, parse_dim_param, tensor_problem, value_from_tensor
+from .protos import dim_from_param, fact_from_type, parse_dim_param, tensor_problem, value_from_tensor, written_by_shapeinfer
 from .registry import lookup, normalize_domain
 
 _NON_NAME = re.compile(r"[^A-Za-z0-9_]")
 _NO_RULE = object()
+
 
 
 class Diagnostic:
@@ -118,6 +119,7 @@ class Engine:
         self.facts: dict = {}
         self.produced: list = []
         self.ir_version = model.ir_version
+        self.marked = written_by_shapeinfer(model)
 
     # -- symbols -------------------------------------------------------------------------------
 
@@ -130,12 +132,22 @@ class Engine:
         return d
 
     def param(self, text: str) -> Dim:
-        """A dim_param as a dim, with this model's symbols."""
+        """A dim_param as a dim, with this model's symbols: an opaque name, as ONNX means it."""
         d = self._params.get(text)
         if d is None:
-            d = parse_dim_param(text, self.symbol)
+            d = dim_from_param(text, self.symbol)
             self._params[text] = d
         return d
+
+    def claim(self, text: str) -> Dim:
+        """A dim declared on an output or value_info, as its writer meant it: an expression in
+        the printed syntax if shapeinfer wrote the model (it marks them), else an opaque name.
+        Either way a claim to compare with inference, never a fact."""
+        return parse_dim_param(text, self.symbol) if self.marked else self.param(text)
+
+    def given(self, text: str) -> Dim:
+        """A dim a user typed (--input-shape): an int, a name or an expression."""
+        return parse_dim_param(text, self.symbol)
 
     def positive_given_tensor_dims(self, d) -> bool:
         """Under assume_nonempty: d >= 1, given that every tensor dim seen so far is >= 1.
@@ -156,13 +168,16 @@ class Engine:
                 for atom, _ in mono:
                     if atom in mapping:
                         continue
-                    if _atom_expr(atom) in self.tensor_dims:
+                    if _atom_dim(atom) in self.tensor_dims:
                         mapping[atom] = add(1, sym(f"_t{len(mapping)}"))
                     elif atom.kind != "sym":
                         stack.extend(atom.args)
         if not mapping:
             return False
-        return provably_positive(substitute(d, mapping))
+        try:
+            return provably_positive(substitute(d, mapping))
+        except ExpressionTooLarge:
+            return False
 
     def mint(self, hint: str = "u", origin: str = "", positive: bool = False) -> Dim:
         """A new symbol for a dim nothing can express; deterministic per model."""
@@ -238,7 +253,7 @@ class Engine:
                 if isinstance(d, int) and not isinstance(d, bool):
                     dims.append(d)
                 else:
-                    dims.append(self.param(str(d)))
+                    dims.append(self.given(str(d)))
             fact.shape = tuple(dims)
         return fact
 
@@ -320,7 +335,11 @@ class Engine:
                 # check mode: record it, give the outputs unknown facts and walk on
                 self.diagnostics.append(Diagnostic("error", node_label(node), node.op_type, e.rule, kind="shape-error"))
                 return [Fact() for _ in range(n_out)]
-            except Exception as e:  # a rule that cannot handle odd input must not crash the walk
+            except ExpressionTooLarge as e:
+                self.warn(node, f"{e}: its dims are left to onnx inference (fresh symbols where it has none)",
+                          kind="budget")
+                got = None
+            except ODD_INPUT_ERRORS as e:  # a rule that cannot handle odd input must not crash the walk
                 self.warn(node, f"rule failed ({type(e).__name__}: {e}); used onnx inference")
                 got = None
             if got is not None:
@@ -371,35 +390,26 @@ class Engine:
         return [facts.get(o.name) or Fact() for o in graph.output]
 
 
-def _atom_expr(atom) -> Expr:
-    """The dim that is just this atom."""
-    return Expr((((((atom, 1),), 1)),))
-
-
 def _input_symbol_names(graph, init_names: set, input_shapes: dict) -> set:
     """Names of the symbols in the graph inputs' dims (declared or overridden)."""
     from ..symbolic import ParseError, free_symbols, parse
 
     names: set = set()
-
-    def add(text: str) -> None:
-        try:
-            names.update(free_symbols(parse(text)))
-        except ParseError:
-            names.add(text)
-
     for vi in graph.input:
         if vi.name in init_names:
             continue
         if vi.name in input_shapes:
             for d in input_shapes[vi.name]:
                 if not isinstance(d, int):
-                    add(str(d))
+                    try:  # typed by a user: may be an expression
+                        names.update(free_symbols(parse(str(d))))
+                    except ParseError:
+                        names.add(str(d))
             continue
         if vi.type.HasField("tensor_type"):
             for d in vi.type.tensor_type.shape.dim:
                 if d.dim_param:
-                    add(d.dim_param)
+                    names.add(d.dim_param)  # an opaque name
     return names
 
 

@@ -1,16 +1,48 @@
 """onnx's own per-node inference, for every op without a rule of ours.
 
-Our dims go in as ``dim_param`` strings in the printed syntax and come back parsed, so symbols
-(and whole expressions) survive ops that pass dims through. A dim onnx cannot name becomes a
-fresh symbol. Known constant inputs are passed as data so that onnx can use their values.
+Each symbolic dim goes in as a private ``dim_param`` token (``__si0``, ``__si1``, ...) and a
+token that comes back is replaced by the dim it stands for, so symbols (and whole expressions)
+survive ops that pass dims through, and no printed expression is ever read back as one. A dim
+onnx cannot name becomes a fresh symbol; a name onnx takes from a subgraph's declared types is
+the model's own (opaque). Known constant inputs are passed as data so that onnx can use them.
 """
 
 from __future__ import annotations
 
-from onnx import NodeProto, OperatorSetIdProto, defs, shape_inference
+from onnx import NodeProto, OperatorSetIdProto, checker, defs, shape_inference
+
+from onnx import TypeProto
 
 from .facts import Fact
-from .protos import fact_from_type, tensor_from_value, type_from_fact
+from .protos import fact_from_type, tensor_from_value
+
+_TOKEN = "__si{}"
+# What onnx raises for a node it cannot infer (its C++ errors; a bad attribute or type may
+# surface as a Python ValueError/TypeError or a RuntimeError from the binding). Anything else,
+# such as an exception a signal handler raises, is not an inference failure and propagates.
+ONNX_FAILURES = (shape_inference.InferenceError, checker.ValidationError, defs.SchemaError, ValueError,
+                 TypeError, KeyError, IndexError, RuntimeError)
+
+
+def _tokenized_type(fact: Fact, tokens: dict) -> TypeProto:
+    """The fact's type with every symbolic dim written as a token (recorded in tokens)."""
+    if fact.type_proto is not None:
+        return fact.type_proto
+    tp = TypeProto()
+    tp.tensor_type.elem_type = fact.dtype
+    if fact.shape is not None:
+        shape = tp.tensor_type.shape
+        shape.SetInParent()
+        for d in fact.shape:
+            dim = shape.dim.add()
+            if isinstance(d, int):
+                dim.dim_value = d
+            else:
+                token = tokens.get(d)
+                if token is None:
+                    token = tokens[d] = _TOKEN.format(len(tokens))
+                dim.dim_param = token
+    return tp
 
 
 def _resolved_node(node, attr_scope):
@@ -40,17 +72,18 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope) -> lis
     version = opsets.get(domain)
     try:
         schema = defs.get_schema(node.op_type, version, domain)
-    except Exception:
+    except ONNX_FAILURES:
         engine.warn(node, "op unknown to the installed onnx; outputs unknown", kind="unknown-op")
         return [None] * n_out
     input_types = {}
     input_data = {}
+    tokens: dict = {}  # dim -> token
     for name, fact in zip(node.input, inputs):
         if not name:
             continue
         if fact is None or (fact.dtype == 0 and fact.type_proto is None):
             return [None] * n_out
-        input_types[name] = type_from_fact(fact)
+        input_types[name] = _tokenized_type(fact, tokens)
         tensor = tensor_from_value(fact, name)
         if tensor is not None:
             input_data[name] = tensor
@@ -64,17 +97,21 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope) -> lis
             opset_imports=opset_imports,
             ir_version=engine.ir_version,
         )
-    except Exception as e:
+    except ONNX_FAILURES as e:
         engine.warn(node, f"onnx inference failed: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}")
         return [None] * n_out
+    dims = {token: d for d, token in tokens.items()}
+
+    def param(text):
+        d = dims.get(text)
+        return d if d is not None else engine.param(text)
+
     outs = []
     for name in node.output:
         tp = result.get(name)
         if tp is None:
             outs.append(None)
             continue
-        fact = fact_from_type(
-            tp, lambda: engine.mint(node.op_type.lower(), origin=f"{node.op_type} {node.name}"), engine.param
-        )
+        fact = fact_from_type(tp, lambda: engine.mint(node.op_type.lower(), origin=f"{node.op_type} {node.name}"), param)
         outs.append(fact if (fact.dtype or fact.type_proto is not None) else None)
     return [o if o is not None else Fact() for o in outs]

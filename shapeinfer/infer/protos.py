@@ -7,19 +7,52 @@ from typing import Callable, Optional
 import numpy as np
 from onnx import TensorProto, TypeProto, helper, numpy_helper
 
+from ..errors import ODD_INPUT_ERRORS
 from ..symbolic import Dim, ParseError, parse, sym, to_str
 from .facts import INT_TYPES, UNKNOWN, Fact, value_from_numpy
 
-def parse_dim_param(text: str, symbol: Callable[[str], Dim] = sym) -> Dim:
-    """A dim_param as a dim: an expression in the printed syntax, else an opaque symbol."""
+# metadata_props entry of a model shapeinfer wrote: its dim_params use the printed syntax.
+DIM_SYNTAX_KEY = "shapeinfer.dim_syntax"
+DIM_SYNTAX_VALUE = "expressions-1"
+
+
+def _text(text) -> str:
     if type(text) is not str:  # protobuf's bytes for invalid UTF-8
         from ..errors import ModelLoadError
 
         raise ModelLoadError(f"the dim {text!r} is not valid UTF-8; the file is corrupt")
+    return text
+
+
+def dim_from_param(text: str, symbol: Callable[[str], Dim] = sym) -> Dim:
+    """A dim_param as ONNX means it: an opaque name, whatever characters it holds ("3",
+    "a*b" and "batch+1" are names, not expressions)."""
+    return symbol(_text(text))
+
+
+def parse_dim_param(text: str, symbol: Callable[[str], Dim] = sym) -> Dim:
+    """A dim_param read as an expression in the printed syntax (else an opaque name). Only for
+    text shapeinfer wrote or a user typed: see :func:`written_by_shapeinfer`."""
     try:
-        return parse(text, symbol)
+        return parse(_text(text), symbol)
     except ParseError:
         return symbol(text)
+
+
+def written_by_shapeinfer(model) -> bool:
+    """True when the model says its dim_params use shapeinfer's printed syntax. Anyone can set
+    the marker: what such dims say is a claim to check, never a fact that overrides inference."""
+    return any(p.key == DIM_SYNTAX_KEY and p.value == DIM_SYNTAX_VALUE for p in model.metadata_props)
+
+
+def mark_written_by_shapeinfer(model) -> None:
+    """Record in the model that its dim_params use the printed syntax (see above)."""
+    for p in model.metadata_props:
+        if p.key == DIM_SYNTAX_KEY:
+            p.value = DIM_SYNTAX_VALUE
+            return
+    entry = model.metadata_props.add()
+    entry.key, entry.value = DIM_SYNTAX_KEY, DIM_SYNTAX_VALUE
 
 
 def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[[str], Dim]) -> tuple:
@@ -34,7 +67,7 @@ def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[
     return tuple(out)
 
 
-def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str], Dim] = parse_dim_param) -> Fact:
+def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str], Dim] = dim_from_param) -> Fact:
     if tp.HasField("tensor_type"):
         tt = tp.tensor_type
         shape = dims_from_shape_proto(tt.shape, mint, param) if tt.HasField("shape") else None
@@ -85,7 +118,7 @@ def tensor_from_value(fact: Fact, name: str) -> Optional[TensorProto]:
         arr = v
     try:
         return numpy_helper.from_array(arr, name)
-    except Exception:  # an odd dtype numpy_helper cannot write: just do not pass the value
+    except ODD_INPUT_ERRORS:  # an odd dtype numpy_helper cannot write: just do not pass the value
         return None
 
 
@@ -107,7 +140,7 @@ def value_from_tensor(tensor: TensorProto, base_dir: Optional[str] = None) -> Op
             return None
     try:
         arr = numpy_helper.to_array(tensor)
-    except Exception:
+    except ODD_INPUT_ERRORS:
         return None
     return value_from_numpy(arr, tensor.data_type)
 
@@ -137,7 +170,7 @@ def tensor_problem(tensor: TensorProto) -> Optional[str]:
         return None if have == n else f"holds {have} strings, its dims {list(tensor.dims)} need {n}"
     try:
         itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
-    except Exception:
+    except ODD_INPUT_ERRORS:
         return None
     packed = tensor.data_type in _PACKED_4BIT
     need = (n + 1) // 2 if packed else n * itemsize

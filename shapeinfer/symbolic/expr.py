@@ -18,6 +18,11 @@ Semantics (what :func:`evaluate` computes under a binding of the symbols):
 Every symbol is assumed to be a non-negative integer (they stand for tensor dims). Each expression
 knows integer bounds derived from that; the ``provably_*`` predicates answer True only when the
 bounds prove it, so "False" means "not proven", never "proven false".
+
+Every expression is bounded (:data:`LIMITS`: terms, size, degree, nesting depth, coefficient
+bits). A constructor whose result would pass a limit raises :class:`ExpressionTooLarge` before
+doing the work; callers turn that into "unknown" (a fresh symbol, an unknown value, "not
+proven"), so nothing a model contains can make the algebra's work grow without bound.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ __all__ = [
     "Expr",
     "EvaluationError",
     "BroadcastError",
+    "ExpressionTooLarge",
+    "LIMITS",
     "sym",
     "add",
     "sub",
@@ -65,6 +72,25 @@ class EvaluationError(ArithmeticError):
 
 class BroadcastError(ValueError):
     """Two dims that can never broadcast together (for example 3 and 4)."""
+
+
+class ExpressionTooLarge(ArithmeticError):
+    """A result would pass the expression budget (:data:`LIMITS`)."""
+
+
+# Real exports stay far inside these (the largest dim of the fixture corpus: 4 terms, size ~530,
+# degree 3, nesting 4); an expression that reaches them is growing without bound.
+MAX_TERMS = 64
+MAX_SIZE = 4096  # terms plus atoms, counted through nested atoms
+MAX_DEGREE = 32
+MAX_DEPTH = 24  # atoms nested in atoms (also keeps printing and substitution recursion shallow)
+MAX_COEF_BITS = 256
+LIMITS = {"terms": MAX_TERMS, "size": MAX_SIZE, "degree": MAX_DEGREE, "depth": MAX_DEPTH,
+          "coefficient bits": MAX_COEF_BITS}
+
+
+def _too_large(what: str, n) -> ExpressionTooLarge:
+    return ExpressionTooLarge(f"a dim expression would have {what} {n}, past the budget of {LIMITS[what]}")
 
 
 Number = Union[int, Fraction]
@@ -102,7 +128,7 @@ def _memo(fn):
 class Atom:
     """A variable of a polynomial: a symbol, or an operation over dims (kept in canonical form)."""
 
-    __slots__ = ("kind", "args", "key", "lo", "_hash", "_bounds")
+    __slots__ = ("kind", "args", "key", "lo", "_hash", "_bounds", "size", "depth")
 
     def __init__(self, kind: str, args: tuple, lo: int = 0):
         self.kind = kind
@@ -110,7 +136,20 @@ class Atom:
         self.lo = lo  # a symbol's lower bound: 0, or 1 for a dim assumed non-empty
         if kind == "sym":
             self.key = (0, args[0]) if lo == 0 else (0, args[0], lo)
+            self.size, self.depth = 1, 0
         else:
+            size, depth = 1, 0
+            for a in args:
+                if type(a) is not int:
+                    size += a.size
+                    depth = max(depth, a.depth)
+                else:
+                    size += 1
+            if size > MAX_SIZE:
+                raise _too_large("size", size)
+            if depth + 1 > MAX_DEPTH:
+                raise _too_large("depth", depth + 1)
+            self.size, self.depth = size, depth + 1
             self.key = (1, kind, tuple(dim_key(a) for a in args))
         self._hash = hash(self.key)
         self._bounds = None
@@ -128,14 +167,18 @@ class Atom:
 class Expr:
     """A canonical polynomial over atoms. Build it with the module's functions or operators."""
 
-    __slots__ = ("terms", "_hash", "_bounds", "_str")
+    __slots__ = ("terms", "_hash", "_bounds", "_str", "size", "depth")
 
-    def __init__(self, terms: tuple):
+    def __init__(self, terms: tuple, size: int = 1, depth: int = 0):
         # terms: ((mono, coef), ...) sorted canonically; mono: ((Atom, exp), ...) sorted by atom key.
+        # size and depth are measured by the constructors (_from_dict, _atom_dim), which enforce
+        # the budget.
         self.terms = terms
         self._hash = hash(terms)
         self._bounds = None
         self._str = None
+        self.size = size
+        self.depth = depth
 
     def __eq__(self, other):
         return isinstance(other, Expr) and self._hash == other._hash and self.terms == other.terms
@@ -223,17 +266,42 @@ def _term_sort_key(item) -> tuple:
     return (-sum(e for _, e in mono), _mono_key(mono))
 
 
+def _coef_bits(c) -> int:
+    if type(c) is int:
+        return c.bit_length()
+    return max(c.numerator.bit_length(), c.denominator.bit_length())
+
+
 def _from_dict(d: dict) -> Dim:
-    """Canonical dim from {mono: coef}."""
+    """Canonical dim from {mono: coef}; ExpressionTooLarge past the budget."""
     items = [(m, _norm_coef(c)) for m, c in d.items() if c != 0]
     if not items:
         return 0
     if len(items) == 1 and items[0][0] == ():
         c = items[0][1]
         if isinstance(c, int):
+            if c.bit_length() > MAX_COEF_BITS:
+                raise _too_large("coefficient bits", c.bit_length())
             return c
+    if len(items) > MAX_TERMS:
+        raise _too_large("terms", len(items))
+    size, depth = 0, 0
+    for mono, c in items:
+        size += 1
+        degree = 0
+        for atom, e in mono:
+            size += atom.size
+            degree += e
+            if atom.depth > depth:
+                depth = atom.depth
+        if degree > MAX_DEGREE:
+            raise _too_large("degree", degree)
+        if _coef_bits(c) > MAX_COEF_BITS:
+            raise _too_large("coefficient bits", _coef_bits(c))
+    if size > MAX_SIZE:
+        raise _too_large("size", size)
     items.sort(key=_term_sort_key)
-    return Expr(tuple(items))
+    return Expr(tuple(items), size, depth)
 
 
 def _as_dict(d: Dim) -> dict:
@@ -245,7 +313,8 @@ def _as_dict(d: Dim) -> dict:
 
 
 def _atom_dim(atom: Atom) -> Expr:
-    return Expr((((((atom, 1),), 1)),))
+    """The dim that is just this atom."""
+    return Expr((((((atom, 1),), 1)),), 1 + atom.size, atom.depth)
 
 
 def sym(name: str, lo: int = 0) -> Expr:
@@ -305,6 +374,8 @@ def mul(a: Dim, b: Dim) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return a * b
     da, db = _as_dict(a), _as_dict(b)
+    if len(da) * len(db) > MAX_TERMS * MAX_TERMS // 4:  # refuse before the quadratic work
+        raise _too_large("terms", len(da) * len(db))
     out: dict = {}
     for m1, c1 in da.items():
         for m2, c2 in db.items():
@@ -337,7 +408,7 @@ def _poly_divide(a: Dim, b: Expr):
     den = sorted(b.terms, key=_term_sort_key)
     lead_m, lead_c = den[0]
     quotient: dict = {}
-    for _ in range(10_000):  # bounded: each step removes the leading term of the remainder
+    for _ in range(4 * MAX_TERMS):  # bounded: each step removes the leading term of the remainder
         if not num:
             return _from_dict(quotient)
         rem_lead_m, rem_lead_c = sorted(num.items(), key=_term_sort_key)[0]
@@ -669,22 +740,41 @@ def _nonneg(d: Dim, depth: int) -> bool:
     return False
 
 
+# The predicates answer "not proven" (False) where the work to prove it would pass the budget.
+
+
 @_memo
 def provably_nonneg(d: Dim) -> bool:
-    return _nonneg(d, 3)
+    try:
+        return _nonneg(d, 3)
+    except ExpressionTooLarge:
+        return False
 
 
 def provably_positive(d: Dim) -> bool:
-    return bounds(d)[0] > 0 or provably_nonneg(sub(d, 1))
+    if bounds(d)[0] > 0:
+        return True
+    try:
+        return provably_nonneg(sub(d, 1))
+    except ExpressionTooLarge:
+        return False
 
 
 def provably_le(a: Dim, b: Dim) -> bool:
     """True only when a <= b for every binding."""
-    return provably_nonneg(sub(b, a))
+    try:
+        return provably_nonneg(sub(b, a))
+    except ExpressionTooLarge:
+        return False
 
 
 def provably_equal(a: Dim, b: Dim) -> bool:
-    return a == b or sub(a, b) == 0
+    if a == b:
+        return True
+    try:
+        return sub(a, b) == 0
+    except ExpressionTooLarge:
+        return False
 
 
 def provably_one(d: Dim) -> bool:

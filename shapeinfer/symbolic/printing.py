@@ -5,11 +5,15 @@ Grammar (what goes into ``dim_param``; Python precedence and associativity)::
     expr  := term (('+' | '-') term)*
     term  := unary (('*' | '/' | '//' | '%') unary)*
     unary := ('-' | '+') unary | atom
-    atom  := INT | NAME | NAME '(' expr (',' expr)+ ')' | '(' expr ')'
+    atom  := INT | NAME | QUOTED | NAME '(' expr (',' expr)+ ')' | '(' expr ')'
 
 ``/`` is exact division, ``//`` and ``%`` floor division and modulo; the calls are ``min``, ``max``
 and ``bcast``. ``to_str`` prints the canonical form without spaces (``2*seq+1``,
 ``batch*seq/4``, ``(S+1)//2``) and ``parse(to_str(d)) == d`` for every dim.
+
+A symbol's name is whatever string named it (a ``dim_param`` of someone else's model is an
+opaque name: ``"3"``, ``"a*b"``, ``"batch size"``). A name that is not an identifier is printed
+quoted, ``'a*b'`` (``\\`` and ``\'`` escaped), so that ``2*'3'`` can never read back as ``6``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from math import lcm
 
 from .expr import Dim, add, bcast, dmax, dmin, floordiv, mod, mul, neg, sub, sym, truediv
 
-__all__ = ["to_str", "parse", "ParseError", "NAME_RE"]
+__all__ = ["to_str", "parse", "ParseError", "NAME_RE", "quote_name"]
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SIMPLE_PRODUCT = re.compile(r"[A-Za-z0-9_]+(\*[A-Za-z0-9_]+)*\Z")
@@ -37,10 +41,17 @@ def _operand(d: Dim, left: bool) -> str:
     return s if ok.match(s) else f"({s})"
 
 
+def quote_name(name: str) -> str:
+    """A symbol's name as printed: bare if it is an identifier, else quoted."""
+    if NAME_RE.match(name):
+        return name
+    return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _atom_str(atom) -> str:
     k = atom.kind
     if k == "sym":
-        return atom.args[0]
+        return quote_name(atom.args[0])
     if k in ("min", "max", "bcast"):
         return f"{k}(" + ",".join(to_str(x) for x in atom.args) + ")"
     a, b = atom.args
@@ -87,7 +98,8 @@ def to_str(d: Dim) -> str:
     return num
 
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*/%(),]))")
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*/%(),])|'((?:[^'\\]|\\.)*)')")
+_UNESCAPE = re.compile(r"\\(.)")
 _CALLS = {"min": dmin, "max": dmax, "bcast": bcast}
 
 
@@ -106,8 +118,10 @@ class _Parser:
                 self.tokens.append(("int", int(m.group(1))))
             elif m.group(2) is not None:
                 self.tokens.append(("name", m.group(2)))
-            else:
+            elif m.group(3) is not None:
                 self.tokens.append(("op", m.group(3)))
+            else:
+                self.tokens.append(("quoted", _UNESCAPE.sub(r"\1", m.group(4))))
             pos = m.end()
         self.i = 0
 
@@ -183,6 +197,8 @@ class _Parser:
                     return out
                 except ValueError as e:
                     raise ParseError(f"{e} in {self.text!r}") from None
+            return self.symbol(val)
+        if kind == "quoted":
             return self.symbol(val)
         if val == "(":
             d = self.expr()

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...symbolic import (
     Expr,
+    ExpressionTooLarge,
     add,
     bounds,
     dmax,
@@ -32,11 +33,15 @@ _DIM = (int, Expr)
 
 
 def _dims(fn):
-    """Lift a function of two dims to elements that may be unknown or bool."""
+    """Lift a function of two dims to elements that may be unknown or bool (or past the
+    expression budget: unknown)."""
 
     def lifted(a, b):
         if isinstance(a, _DIM) and isinstance(b, _DIM) and not isinstance(a, bool) and not isinstance(b, bool):
-            return fn(a, b)
+            try:
+                return fn(a, b)
+            except ExpressionTooLarge:
+                return UNKNOWN
         return UNKNOWN
 
     return lifted

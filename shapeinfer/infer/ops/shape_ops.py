@@ -23,6 +23,7 @@ from ...symbolic import (
     provably_positive,
     sub,
 )
+from ...errors import ODD_INPUT_ERRORS
 from ...semantics import as_python_slice, slice_range, slice_runtimes_differ
 from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, obj_array, value_from_numpy
 from ..registry import rule
@@ -56,7 +57,7 @@ def constant(ctx):
             if a.data_location != TensorProto.EXTERNAL and int(np.prod(a.dims)) <= MAX_VALUE_ELEMENTS:
                 try:
                     arr = numpy_helper.to_array(a)
-                except Exception:
+                except ODD_INPUT_ERRORS:
                     arr = None
             value = value_from_numpy(arr, a.data_type) if arr is not None else None
             if value is not None and value.dtype != object and a.data_type not in FLOAT_TYPES:
