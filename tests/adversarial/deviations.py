@@ -21,10 +21,11 @@ from . import spec
 from .spec import INT32_MAX, INT64_MAX
 
 KNOWN = {
-    "ort-reduce-empty-negative-axis-keeps-shape":
-        "onnxruntime, Reduce*/ArgMax/ArgMin with a negative axis on an empty input (every opset tried, 11-22): "
-        "the output keeps the input's shape; the spec reduces the axis (1 with keepdims, removed without). "
-        "With the same axis written non-negative the shape is right.",
+    "ort-reduce-empty-negative-axis-ignored":
+        "onnxruntime, Reduce*/ArgMax/ArgMin on an empty input (every opset tried, 11-22): negative axes are "
+        "ignored -- only the non-negative ones are reduced, and with none left the output keeps the input's "
+        "shape; the spec reduces every axis given (1 with keepdims, removed without). The same axes written "
+        "non-negative give the right shape.",
     "ort-reshape-allowzero-0-and-minus1":
         "onnxruntime, Reshape allowzero=1 with both 0 and -1 in the shape: runs; the spec says the shape is invalid.",
     "ort-split18-uneven":
@@ -45,6 +46,22 @@ KNOWN = {
     "ref-slice-negative-step-start-below-dim":
         "onnx.reference, Slice with a negative step and a start below -dim: NumPy's clamping (an empty "
         "slice); the spec clamps the start to 0 and yields one element.",
+    "ort-int64-reduce-through-double":
+        "onnxruntime, ReduceSum/ReduceProd on int64: computed through double -- ReduceSum([2**53+1]) is 2**53, "
+        "ReduceSum([-(2**63-1)]) is INT64_MIN, a sum past INT64_MAX saturates; the spec is exact (wrapping) "
+        "integer arithmetic. Values only.",
+    "ort-nonzero-scalar":
+        "onnxruntime, NonZero of a scalar: output shape (1, nnz); the spec (and onnx.reference) give "
+        "(0, nnz) -- rank(X) rows.",
+    "ort-pool-window-larger-than-input":
+        "onnxruntime, MaxPool/AveragePool/LpPool/Conv whose window is larger than the padded input: the output "
+        "size is trunc((D+pads-window)/stride)+1, rounded toward zero, so 1 or 0 and the node runs; the spec's "
+        "floor((D+pads-window)/stride)+1 is 0 or negative (invalid). Such sizes are compared with neither.",
+    "ort-loop-zero-iterations-scan-output":
+        "onnxruntime, Loop that runs zero iterations: a scan output has shape [0] plus zeros for the per-iteration "
+        "dims it cannot see (rank 1 when the body does not declare one); the spec does not define the "
+        "per-iteration shape of an empty concatenation, so these outputs are not compared. onnx.reference "
+        "crashes on such a Loop.",
     "ort-ir3-initializer-inputs-not-overridable":
         "onnxruntime, IR version 3 (every initializer listed as a graph input): feeding such an input is refused "
         "('Invalid input name'); the IR spec makes an initializer with an input's name that input's default. "
@@ -129,6 +146,15 @@ def spec_shapes(node, opset, ins):
             res = spec.transpose(a, pairs)
         elif op == "Size":
             res = spec.size_op(a, pairs)
+        elif op == "NonZero" and ins[0] is not None:
+            res = [((np.ndim(ins[0]), int(np.count_nonzero(ins[0]))), None)]
+        elif op in ("MaxPool", "AveragePool", "LpPool") and "kernel_shape" in a:
+            res = [(tuple(spec.pool(a, pairs)), None)] + ([(tuple(spec.pool(a, pairs)), None)] if len(node.output) > 1 and node.output[1] else [])
+        elif op == "Conv" and pairs[1] is not None:
+            w = pairs[1][0]
+            ks = a.get("kernel_shape", list(w[2:]))
+            sp = spec.pool(a, pairs, kernel_from_weight=ks)
+            res = [((sp[0], w[0]) + tuple(sp[2:]), None)]
         elif op in ("Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", "Equal", "Greater", "Less", "Where", "Pow"):
             res = [(spec.bcast(*(p[0] for p in pairs if p is not None)), None)]
         else:
@@ -146,8 +172,8 @@ def classify(node, opset, ins, outs, spec_out, engine) -> str:
     a = _attrs(node)
     if engine == "onnxruntime":
         if (op in REDUCE_OPS or op in ("ArgMax", "ArgMin")) and ins[0] is not None and ins[0].size == 0 \
-                and outs[0] == tuple(np.shape(ins[0])):
-            return "ort-reduce-empty-negative-axis-keeps-shape"
+                and outs[0] == _reduce_ignoring_negative_axes(node, opset, ins):
+            return "ort-reduce-empty-negative-axis-ignored"
         if op == "Reshape" and a.get("allowzero", 0) and opset >= 14:
             t = np.asarray(ins[1]).reshape(-1)
             if (t == 0).any() and (t == -1).any():
@@ -158,6 +184,11 @@ def classify(node, opset, ins, outs, spec_out, engine) -> str:
                 return "ort-slice-intmax-end-negative-step"
         if op == "Pow" and ins[0] is not None and np.asarray(ins[0]).dtype.kind in "iu":
             return "ort-int-pow-through-double"
+        if op == "NonZero" and ins[0] is not None and np.ndim(ins[0]) == 0:
+            return "ort-nonzero-scalar"
+        if op in ("MaxPool", "AveragePool", "LpPool", "Conv") and ins[0] is not None:
+            if _window_larger(node, a, ins):
+                return "ort-pool-window-larger-than-input"
     else:
         if op == "Slice" and opset >= 10 and len(ins) > 4 and ins[4] is not None:
             starts, steps = np.asarray(ins[1]).reshape(-1), np.asarray(ins[4]).reshape(-1)
@@ -168,9 +199,60 @@ def classify(node, opset, ins, outs, spec_out, engine) -> str:
     return "unlisted"
 
 
-def value_deviation(node, opset, ins, engine) -> str:
-    """A deviation in values only (shapes agree): integer Pow through double."""
-    if engine == "onnxruntime" and node.op_type == "Pow" and node.domain in ("", "ai.onnx") and ins[0] is not None \
-            and np.asarray(ins[0]).dtype.kind in "iu":
+def _reduce_ignoring_negative_axes(node, opset, ins):
+    """The output shape of a reduction that skips its negative axes (onnxruntime on empty inputs)."""
+    a = _attrs(node)
+    shape = tuple(np.shape(ins[0]))
+    keep = a.get("keepdims", 1)
+    if node.op_type in ("ArgMax", "ArgMin"):
+        axes = [a.get("axis", 0)]
+    elif (node.op_type == "ReduceSum" and opset >= 13) or opset >= 18:
+        axes = None if len(ins) < 2 or ins[1] is None else np.asarray(ins[1]).reshape(-1).tolist()
+    else:
+        axes = a.get("axes")
+    if axes is None or len(axes) == 0:
+        return None  # every axis: no negative axis involved
+    axes = [x for x in axes if x >= 0]
+    if not axes:
+        return shape
+    return tuple(1 if i in axes else d for i, d in enumerate(shape)) if keep else \
+        tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _window_larger(node, a, ins) -> bool:
+    shape = np.shape(ins[0])
+    if node.op_type == "Conv":
+        if len(ins) < 2 or ins[1] is None:
+            return False
+        k = a.get("kernel_shape", list(np.shape(ins[1])[2:]))
+    else:
+        k = a.get("kernel_shape")
+    if not k or len(shape) != len(k) + 2:
+        return False
+    n = len(k)
+    dil = a.get("dilations", [1] * n)
+    pads = a.get("pads", [0] * 2 * n)
+    return any(shape[2 + i] + pads[i] + pads[n + i] < (k[i] - 1) * dil[i] + 1 for i in range(n))
+
+
+def value_deviation(node, opset, ins, outs, engine) -> str:
+    """A deviation in values only (shapes agree): integer Pow and int64 reductions through double."""
+    if engine != "onnxruntime" or node.domain not in ("", "ai.onnx") or not ins or ins[0] is None:
+        return ""
+    x = np.asarray(ins[0])
+    if node.op_type == "Pow" and x.dtype.kind in "iu":
         return "ort-int-pow-through-double"
+    if node.op_type in ("ReduceSum", "ReduceProd", "ReduceSumSquare", "ReduceMean") and x.dtype == np.int64 \
+            and outs and outs[0] is not None:
+        if np.abs(x.astype(object)).max(initial=0) >= 2**53 or np.abs(np.asarray(outs[0]).astype(object)).max(initial=0) >= 2**53:
+            return "ort-int64-reduce-through-double"
     return ""
+
+
+def zero_trip_loop(node, ins) -> bool:
+    """A Loop that runs no iteration (trip count 0, or the condition false at the start)."""
+    if node.op_type != "Loop" or node.domain not in ("", "ai.onnx"):
+        return False
+    m = ins[0] if ins else None
+    c = ins[1] if len(ins) > 1 else None
+    return (m is not None and int(np.asarray(m).reshape(-1)[0]) <= 0) or (c is not None and not bool(np.asarray(c).reshape(-1)[0]))

@@ -461,6 +461,8 @@ class Builder:
         opsets = [helper.make_opsetid("", self.opset)]
         for dom, ver in self.extra_opsets.items():
             opsets.append(helper.make_opsetid(dom, ver))
+        if r.random() < 0.15:  # imports nothing uses
+            opsets.append(helper.make_opsetid(r.choice(["ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training"]), 1))
         model = helper.make_model(graph, opset_imports=opsets, ir_version=ir, functions=list(self.functions.values()))
         if r.random() < 0.3:
             model.producer_name = "shapeinfer-adversarial"

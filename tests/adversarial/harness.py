@@ -22,11 +22,12 @@ from collections import Counter, defaultdict
 import numpy as np
 import onnx
 
+from . import gen as _gen  # noqa: F401  (imported once here, not in every child)
 from . import runner
 from .runner import Failure, Judge, Outcome
 
 GRAPH_SECONDS = 120.0  # hard limit for one seed (all commands and runs), killed past it
-MEMORY_BYTES = 6 * 2**30
+MEMORY_BYTES = 16 * 2**30
 OUT_DIR = os.environ.get("SHAPEINFER_ADVERSARIAL_OUT", "/tmp/shapeinfer-adversarial")
 
 
@@ -57,7 +58,7 @@ def _child(fn, args, conn):
         out = fn(*args, progress=progress)
         conn.send(("done", out))
     except MemoryError:
-        conn.send(("error", "MemoryError (over the child's 6 GiB limit) in phase"))
+        conn.send(("error", "MemoryError (over the child's 16 GiB limit) in phase"))
     except BaseException as e:  # noqa: BLE001 - reported to the parent as a failure of the harness
         conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"))
     finally:
@@ -146,13 +147,16 @@ def run_seeds(seeds, shrink=False, log=print, shrink_budget=60.0) -> Outcome:
 
 
 def _signature(f: Failure) -> str:
-    """A rough root-cause key: the class, and the message without names and numbers."""
+    """A rough root-cause key: the message without names, numbers and the optimize variant."""
     import re
 
-    msg = re.sub(r"'[^']*'", "'…'", f.message)
-    msg = re.sub(r"\b[a-z]+\d+\b", "t", msg)
-    msg = re.sub(r"-?\d+", "n", msg)
-    return msg[:120]
+    msg = re.sub(r"optimize\([^)]*\)", "optimize(*)", f.message)
+    msg = re.sub(r"infer\(assume_nonempty\)", "infer", msg)
+    msg = re.sub(r"'[^']*'", "'…'", msg)
+    msg = re.sub(r"\b[A-Za-z_]+\d+\b", "t", msg)
+    msg = re.sub(r"-?\d+(\.\d+)?", "n", msg)
+    msg = re.sub(r"\[[^\]]*\]", "[…]", msg)
+    return msg[:100]
 
 
 def save_failures(total: Outcome, out_dir=OUT_DIR) -> list:
@@ -171,32 +175,53 @@ def save_failures(total: Outcome, out_dir=OUT_DIR) -> list:
     return paths
 
 
-def summary(total: Outcome, max_examples=2, full=True) -> str:
+def summary(total: Outcome, examples=True, max_lines=60) -> str:
     lines = [f"graphs built {total.built}, graphs run {total.ran} (bindings run {total.bindings_run}), "
              f"tensors compared {total.tensors_compared} ({total.dims_compared} dims, {total.values_compared} "
              f"value elements), optimised models compared {total.optimized_compared} (variant x binding), "
              f"{total.seconds:.0f} s"]
     classes = Counter(f.cls for f in total.failures)
     seeds = defaultdict(set)
+    groups: dict = defaultdict(list)
     for f in total.failures:
         seeds[f.cls].add(f.seed)
+        groups[(f.cls, _signature(f))].append(f)
     lines.append("failures by class: " + (", ".join(f"{c}: {n} ({len(seeds[c])} graphs)" for c, n in classes.most_common()) or "none"))
+    for (cls, sig), fs in sorted(groups.items(), key=lambda kv: (-len({f.seed for f in kv[1]}), kv[0])):
+        graphs = sorted({f.seed for f in fs}, key=lambda s: (s is None, s))
+        lines.append(f"  {cls:22s} {len(graphs):4d} graphs (seeds {', '.join(map(str, graphs[:6]))}{'...' if len(graphs) > 6 else ''}): {fs[0].message[:160]}")
     if total.deviations:
         lines.append("runtime deviations from the spec (tainted, see deviations.py): " +
                      ", ".join(f"{k}: {v}" for k, v in total.deviations.most_common()))
     for u in total.unlisted[:10]:
         lines.append("  unlisted: " + u)
-    if full:
-        sig_seen = Counter()
-        for f in total.failures:
-            key = (f.cls, _signature(f))
-            sig_seen[key] += 1
-            if sig_seen[key] > 1 or sum(1 for k in sig_seen if k[0] == f.cls) > 6:
+    if examples:
+        shown = Counter()
+        for (cls, sig), fs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            if shown[cls] >= 3:
                 continue
-            if sig_seen[key] <= max_examples:
-                lines.append("")
-                lines.append(f.report())
+            shown[cls] += 1
+            f = next((g for g in fs if g.shrunk), fs[0])
+            text = f.report().splitlines()
+            if len(text) > max_lines:
+                text = text[:max_lines] + [f"... ({len(text) - max_lines} more lines; the model is saved)"]
+            lines.append("")
+            lines.extend(text)
     return "\n".join(lines)
+
+
+def triage(seeds, budget=60.0, per_group=1):
+    """Run the seeds, then shrink the first failure of each (class, signature) group."""
+    from .shrink import shrink_failure
+
+    total = run_seeds(seeds)
+    groups: dict = defaultdict(list)
+    for f in total.failures:
+        groups[(f.cls, _signature(f))].append(f)
+    for key, fs in groups.items():
+        for f in fs[:per_group]:
+            f.shrunk = shrink_failure(f, budget=budget)
+    return total
 
 
 def main(argv=None):
@@ -206,6 +231,7 @@ def main(argv=None):
     ap.add_argument("seeds", help="N, A:B or a comma list")
     ap.add_argument("--shrink", action="store_true")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--triage", action="store_true", help="shrink one failure of every group")
     a = ap.parse_args(argv)
     if ":" in a.seeds:
         lo, hi = a.seeds.split(":")
@@ -214,8 +240,8 @@ def main(argv=None):
         seeds = [int(s) for s in a.seeds.split(",")]
     else:
         seeds = [int(a.seeds)]
-    total = run_seeds(seeds, shrink=a.shrink)
-    print(summary(total, full=not a.quiet))
+    total = triage(seeds) if a.triage else run_seeds(seeds, shrink=a.shrink)
+    print(summary(total, examples=not a.quiet))
     paths = save_failures(total)
     if paths:
         print(f"\n{len(paths)} repro models in {OUT_DIR}")

@@ -316,6 +316,8 @@ def int_const_like(b: Builder, v: V, nonzero=False, small=False):
     pool = [-3, -2, -1, 1, 2, 3, 4, 7] if nonzero else [-3, -1, 0, 1, 2, 3, 5]
     if not small and r.random() < 0.1:
         pool = pool + ([2**31, 2**62, -(2**40)] if not nonzero else [2**31 - 1, 2**33])
+    info = np.iinfo(np_of(v.dtype))
+    pool = [p for p in pool if info.min <= p <= info.max]
     if n is None:
         return b.const(np.array(r.choice(pool), dtype=np_of(v.dtype)))
     return b.const(np.array([r.choice(pool) for _ in range(n)], dtype=np_of(v.dtype)))
@@ -1218,3 +1220,269 @@ RECIPES = {
     "domain_alias": (1, 1, r_domain_alias),
     "value_info": (2, 1, r_value_info),
 }
+
+
+# ----------------------------------------------------------------------------------- dim arithmetic
+
+
+def _spatial_input(b: Builder, min_rank=3, max_rank=4):
+    x = b.data(min_rank=min_rank, max_rank=max_rank, float_only=True)
+    if x is None or b.rng.random() < 0.3:
+        x = b.add_input(rank=b.rng.choice([3, 4]), dtype=TP.FLOAT)
+    return x
+
+
+def r_pool(b: Builder):
+    r = b.rng
+    x = _spatial_input(b)
+    n = x.rank() - 2
+    op = r.choice(["MaxPool", "AveragePool", "MaxPool", "LpPool", "GlobalAveragePool", "GlobalMaxPool"])
+    if op.startswith("Global"):
+        return b.emit1(op, [x], lambda k, ins: [(tuple(ins[0][0][:2]) + (1,) * n, None)])
+    attrs = {"kernel_shape": [r.choice([1, 2, 3]) for _ in range(n)]}
+    if r.random() < 0.6:
+        attrs["strides"] = [r.choice([1, 2, 3]) for _ in range(n)]
+    u = r.random()
+    if u < 0.4:
+        attrs["pads"] = [r.choice([0, 0, 1, 2]) for _ in range(2 * n)]
+        attrs["pads"] = [min(p, kk - 1) for p, kk in zip(attrs["pads"], attrs["kernel_shape"] * 2)]
+    elif u < 0.7:
+        attrs["auto_pad"] = r.choice(["SAME_UPPER", "SAME_LOWER", "VALID"])
+    if op == "MaxPool" and b.opset >= 10 and r.random() < 0.4:
+        attrs["dilations"] = [r.choice([1, 2]) for _ in range(n)]
+    if op in ("MaxPool", "AveragePool") and b.opset >= 10 and r.random() < 0.4 and "auto_pad" not in attrs:
+        attrs["ceil_mode"] = 1
+    if op == "AveragePool" and r.random() < 0.3:
+        attrs["count_include_pad"] = 1
+    if attrs.get("auto_pad", "").startswith("SAME") and "dilations" in attrs:
+        del attrs["dilations"]
+    y = b.emit1(op, [x], lambda k, ins: [(tuple(spec.pool(attrs, ins)), None)], attrs=attrs)
+    if r.random() < 0.4:  # the pooled dims flow into a shape
+        consume_shape_value(b, b.shape_of(y))
+    return y
+
+
+def r_conv(b: Builder):
+    r = b.rng
+    x = _spatial_input(b)
+    c = x.static_dim(1)
+    if c is None or c == 0 or c > 4:
+        x = b.add_input(rank=r.choice([3, 4]), dtype=TP.FLOAT)
+        c = x.static_dim(1)
+        if c is None or c == 0 or c > 4:
+            raise SkipRecipe()
+    n = x.rank() - 2
+    transpose = r.random() < 0.3
+    m = r.choice([1, 2])
+    ks = [r.choice([1, 2, 3]) for _ in range(n)]
+    w = b.const(np.ones([c, m] + ks if transpose else [m, c] + ks, dtype=np.float32) * 0.5)
+    attrs = {}
+    if r.random() < 0.5:
+        attrs["strides"] = [r.choice([1, 2]) for _ in range(n)]
+    if r.random() < 0.4:
+        attrs["pads"] = [r.choice([0, 1]) for _ in range(2 * n)]
+    elif r.random() < 0.4:
+        attrs["auto_pad"] = r.choice(["SAME_UPPER", "VALID"]) if not transpose else "VALID"
+    if r.random() < 0.3:
+        attrs["dilations"] = [r.choice([1, 2]) for _ in range(n)]
+    if transpose and r.random() < 0.3 and "strides" in attrs:
+        attrs["output_padding"] = [r.choice([0, st - 1]) for st in attrs["strides"]]
+
+    def fn(k, ins):
+        s = ins[0][0]
+        if not transpose:
+            return [(tuple(spec.pool(attrs, ins, kernel_from_weight=ks)[:1]) + (m,) + tuple(spec.pool(attrs, ins, ks)[2:]), None)]
+        strides = attrs.get("strides", [1] * n)
+        dil = attrs.get("dilations", [1] * n)
+        pads = attrs.get("pads", [0] * 2 * n)
+        op_ = attrs.get("output_padding", [0] * n)
+        out = [strides[i] * (s[2 + i] - 1) + op_[i] + (ks[i] - 1) * dil[i] + 1 - pads[i] - pads[n + i] for i in range(n)]
+        if any(o < 0 for o in out):
+            raise spec.Invalid("negative")
+        return [((s[0], m) + tuple(out), None)]
+    return b.emit1("ConvTranspose" if transpose else "Conv", [x, w], fn, attrs=attrs)
+
+
+def r_pad(b: Builder):
+    r = b.rng
+    if b.opset < 2:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=1, max_rank=4, float_only=b.opset < 11))
+    rank = x.rank()
+    mode = r.choice(["constant", "constant", "edge", "reflect"]) if x.dtype in FLOATS else "constant"
+    attrs = {"mode": mode} if mode != "constant" or r.random() < 0.3 else {}
+    axes = None
+    if b.opset >= 18 and r.random() < 0.4:
+        axes = r.sample(range(rank), r.randint(1, rank))
+        axes = [a - rank if r.random() < 0.4 else a for a in axes]
+    n = len(axes) if axes is not None else rank
+    pads = [r.choice([0, 0, 1, 2, -1]) for _ in range(2 * n)]
+    if b.opset < 11:
+        attrs["pads"] = pads
+        return b.emit1("Pad", [x], lambda k, ins: spec.pad_op(attrs, ins, b.opset), attrs=attrs)
+    if r.random() < 0.4:
+        # computed pads: a dim of the input (or its negation) at some position
+        i = r.randrange(2 * n)
+        ax = (axes[i % n] if axes is not None else i % n) % rank
+        d = b.dim_vec(x, ax)
+        if r.random() < 0.5:
+            d = b.emit1("Neg", [d], lambda k, ins: spec.unary_int("Neg", {}, ins), tags={"shape"})
+        parts = ([b.i64(pads[:i])] if i else []) + [d] + ([b.i64(pads[i + 1:])] if i + 1 < 2 * n else [])
+        pv = b.concat(parts)
+    else:
+        pv = b.i64(pads)
+    ins = [x, pv]
+    if axes is not None:
+        ins += [None, b.i64(axes)]
+    elif r.random() < 0.3:
+        ins.append(b.const(np.array(r.choice([0.0, -0.0, np.nan]) if x.dtype in FLOATS else 0, dtype=np_of(x.dtype))))
+    return b.emit1("Pad", ins, lambda k, ins_: spec.pad_op(attrs, ins_, b.opset), attrs=attrs)
+
+
+def r_topk(b: Builder):
+    r = b.rng
+    if b.opset < 10:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=1, float_only=True))
+    rank = x.rank()
+    axis = r.randrange(rank)
+    src = b.data(min_rank=1) or x
+    kv = b.dim_vec(src, r.randrange(src.rank())) if r.random() < 0.7 else b.i64([r.choice([0, 1, 2])])
+    attrs = {"axis": axis - rank if r.random() < 0.4 else axis}
+
+    def fn(k, ins):
+        s = ins[0][0]
+        kk = int(need_scalar(ins[1][1]))
+        if kk < 0 or kk > s[axis]:
+            raise spec.Invalid("k")
+        out = list(s)
+        out[axis] = kk
+        return [(tuple(out), None), (tuple(out), None)]
+    return b.emit("TopK", [x, kv], fn, attrs=attrs, n_out=2, out_dtypes=[x.dtype, TP.INT64])
+
+
+def r_resize(b: Builder):
+    r = b.rng
+    if b.opset < 13:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=1, max_rank=4, float_only=True))
+    rank = x.rank()
+    empty = b.const(np.array([], dtype=np.float32))
+    if r.random() < 0.5:
+        scales = [r.choice([1.0, 1.0, 2.0, 0.5, 1.5, 3.0]) for _ in range(rank)]
+        sc = b.const(np.array(scales, dtype=np.float32))
+
+        def fn(k, ins):
+            s = ins[0][0]
+            return [(tuple(int(np.floor(d * np.float32(f))) for d, f in zip(s, scales)), None)]
+        y = b.emit1("Resize", [x, empty, sc], fn, attrs={"mode": r.choice(["nearest", "linear"])})
+    else:
+        parts = []
+        for i in range(rank):
+            u = r.random()
+            if u < 0.5:
+                parts.append(b.dim_vec(x, i))
+            elif u < 0.8:
+                parts.append(b.binop("Mul", b.dim_vec(x, i), b.i64([2])))
+            else:
+                parts.append(b.i64([r.choice([1, 2, 3])]))
+        sizes = b.concat(parts)
+
+        def fn(k, ins):
+            return [(tuple(int(v) for v in spec.need(ins[3][1]).reshape(-1)), None)]
+        y = b.emit1("Resize", [x, None, None, sizes], fn, attrs={"mode": "nearest"})
+    return y
+
+
+def r_onehot(b: Builder):
+    r = b.rng
+    if b.opset < 11:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=1))
+    idx = b.const(np.array([r.randint(-2, 3) for _ in range(r.choice([1, 2, 3]))], dtype=np.int64))
+    depth = b.dim_scalar(x, r.randrange(x.rank()))
+    vals = b.const(np.array([0.0, 1.0], dtype=np.float32))
+    axis = r.choice([-1, 0, 1])
+
+    def fn(k, ins):
+        s = ins[0][0]
+        dd = int(need_scalar(ins[1][1]))
+        out = list(s)
+        a = axis if axis >= 0 else len(s) + 1 + axis
+        out.insert(a, dd)
+        return [(tuple(out), None)]
+    return b.emit1("OneHot", [idx, depth, vals], fn, attrs={"axis": axis}, out_dtypes=[TP.FLOAT])
+
+
+def r_matmul(b: Builder):
+    r = b.rng
+    x = _need(b.data(min_rank=1, max_rank=4, float_only=True))
+    rank = x.rank()
+    if rank == 1:
+        y = x
+    else:
+        perm = list(range(rank))
+        perm[-1], perm[-2] = perm[-2], perm[-1]
+        y = b.emit1("Transpose", [x], lambda k, ins: spec.transpose({"perm": perm}, ins), attrs={"perm": perm})
+    if b.opset >= 12 and rank == 2 and r.random() < 0.4:
+        return b.emit1("Einsum", [x, y], lambda k, ins: [((ins[0][0][0], ins[1][0][1]), None)], attrs={"equation": "ij,jk->ik"})
+    return b.emit1("MatMul", [x, y], lambda k, ins: spec.matmul({}, ins))
+
+
+def r_depth_to_space(b: Builder):
+    r = b.rng
+    if b.opset < 11:
+        raise SkipRecipe()
+    x = b.add_input(rank=4, dtype=TP.FLOAT)
+    if x.static_dim(1) not in (4,):
+        # channel 4: rebuild the input's declared dim
+        vi = b.inputs[-1]
+        vi.type.tensor_type.shape.dim[1].Clear()
+        vi.type.tensor_type.shape.dim[1].dim_value = 4
+        x.shapes = [(s[0], 4) + tuple(s[2:]) for s in x.shapes]
+    if r.random() < 0.5:
+        return b.emit1("DepthToSpace", [x], lambda k, ins: [((ins[0][0][0], 1, ins[0][0][2] * 2, ins[0][0][3] * 2), None)],
+                       attrs={"blocksize": 2, "mode": r.choice(["DCR", "CRD"])})
+
+    def fn(k, ins):
+        s = ins[0][0]
+        if s[2] % 2 or s[3] % 2:
+            raise spec.Invalid("not divisible")
+        return [((s[0], 16, s[2] // 2, s[3] // 2), None)]
+    return b.emit1("SpaceToDepth", [x], fn, attrs={"blocksize": 2})
+
+
+def r_shape_slice_attrs(b: Builder):
+    """Shape with wild start/end (opset 15+): negative, beyond the rank, start after end."""
+    r = b.rng
+    if b.opset < 15:
+        raise SkipRecipe()
+    x = _need(b.data())
+    rank = x.rank()
+    wild = [None, 0, 1, -1, -rank, -rank - 2, rank, rank + 3, 2, -2, INT64_MAX, INT64_MIN]
+    v = b.shape_of(x, start=r.choice(wild), end=r.choice(wild))
+    consume_shape_value(b, v)
+
+
+def r_concat_data(b: Builder):
+    r = b.rng
+    x = _need(b.data(min_rank=1))
+    y = b.emit1("Neg", [x], lambda k, ins: spec.same({}, ins)) if x.dtype in FLOATS and r.random() < 0.5 else x
+    rank = x.rank()
+    axis = r.randrange(rank)
+    ax = axis - rank if b.opset >= 11 and r.random() < 0.5 else axis
+    return b.emit1("Concat", [x, y], lambda k, ins: spec.concat({"axis": ax}, ins), attrs={"axis": ax})
+
+
+RECIPES.update({
+    "pool": (3, 1, r_pool),
+    "conv": (2, 1, r_conv),
+    "pad": (3, 2, r_pad),
+    "topk": (2, 10, r_topk),
+    "resize": (2, 13, r_resize),
+    "onehot": (1, 11, r_onehot),
+    "matmul": (2, 1, r_matmul),
+    "depth_to_space": (1, 11, r_depth_to_space),
+    "shape_slice_attrs": (2, 15, r_shape_slice_attrs),
+    "concat_data": (2, 4, r_concat_data),
+})

@@ -497,3 +497,71 @@ def matmul(attrs, ins):
     if len(b) == 1:
         out = out[:-1]
     return [(out, None)]
+
+
+# ----------------------------------------------------------------------------------- dim arithmetic
+
+
+def window_out(D, k, d, s, pb, pe, auto_pad, ceil_mode):
+    """Output size of one spatial axis of a pool/conv (the spec's formulas)."""
+    dk = (k - 1) * d + 1
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return -(-D // s)
+    if auto_pad == "VALID":
+        if D < dk:
+            raise Invalid("window larger than the input")
+        return (D - dk) // s + 1
+    total = D + pb + pe - dk
+    if total < 0:
+        raise Invalid("window larger than the padded input")
+    if ceil_mode:
+        out = -(-total // s) + 1
+        if (out - 1) * s >= D + pb:  # the last window would start in the right padding
+            out -= 1
+        return out
+    return total // s + 1
+
+
+def pool(attrs, ins, kernel_from_weight=None):
+    s = ins[0][0]
+    k = list(attrs["kernel_shape"]) if kernel_from_weight is None else list(kernel_from_weight)
+    n = len(k)
+    if len(s) != n + 2:
+        raise Invalid("rank")
+    strides = list(attrs.get("strides", [1] * n))
+    dil = list(attrs.get("dilations", [1] * n))
+    pads = list(attrs.get("pads", [0] * 2 * n))
+    auto = attrs.get("auto_pad", "NOTSET")
+    if isinstance(auto, bytes):
+        auto = auto.decode()
+    ceil_mode = attrs.get("ceil_mode", 0)
+    out = [window_out(s[2 + i], k[i], dil[i], strides[i], pads[i], pads[n + i], auto, ceil_mode) for i in range(n)]
+    return list(s[:2]) + out
+
+
+def pad_op(attrs, ins, version):
+    s, v = ins[0]
+    if version < 11:
+        pads = list(attrs["pads"])
+        axes = list(range(len(s)))
+    else:
+        pads = [int(x) for x in need(ins[1][1]).reshape(-1)]
+        axes = [int(x) for x in need(ins[3][1]).reshape(-1)] if len(ins) > 3 and ins[3] is not None else list(range(len(s)))
+    axes = [norm_axis(a, len(s)) for a in axes]
+    n = len(axes)
+    if len(pads) != 2 * n:
+        raise Invalid("pads length")
+    out = list(s)
+    for i, a in enumerate(axes):
+        out[a] = s[a] + pads[i] + pads[n + i]
+        if out[a] < 0:
+            raise Invalid("negative size")
+    mode = attrs.get("mode", "constant")
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    if mode != "constant" and any(s[a] == 0 and (pads[i] > 0 or pads[n + i] > 0) for i, a in enumerate(axes)):
+        raise Invalid("edge/reflect padding of an empty axis")
+    if mode == "reflect" and any(max(pads[i], pads[n + i]) >= s[a] and (pads[i] > 0 or pads[n + i] > 0)
+                                 for i, a in enumerate(axes)):
+        raise Invalid("reflect padding at least the size")
+    return [(tuple(out), None)]
