@@ -16,6 +16,7 @@ count matches, a divisor that is never 0) while still building some that fail at
 from __future__ import annotations
 
 import math
+import os
 import random
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -118,8 +119,9 @@ class Builder:
         # symbols and bindings
         nsym = r.choice([1, 1, 2, 2, 3])
         names = []
+        tricky = 0.0 if "tricky_names" in os.environ.get("SHAPEINFER_ADVERSARIAL_EXCLUDE", "") else 0.35
         for _ in range(nsym):
-            pool = TRICKY_NAMES if r.random() < 0.35 else PLAIN_NAMES
+            pool = TRICKY_NAMES if r.random() < tricky else PLAIN_NAMES
             n = r.choice(pool)
             if n not in names:
                 names.append(n)
@@ -176,7 +178,7 @@ class Builder:
         how = how or r.choice(["init", "init", "node"])
         if self.opset < 9 and arr.dtype.kind not in "f":
             how = "init"  # Constant-1 holds float types only
-        if fed is not None and self.opset < 9:
+        if fed is not None and (self.opset < 9 or "fed_initializer" in os.environ.get("SHAPEINFER_ADVERSARIAL_EXCLUDE", "")):
             fed = None  # IR 3: onnxruntime refuses feeds for initializers (deviations.py)
         if fed is not None:
             how = "init"
@@ -503,7 +505,8 @@ def generate(seed: int, max_recipes: Optional[int] = None) -> Case:
     if not any(v.dtype == TP.FLOAT for v in b.pool):
         b.add_input(dtype=TP.FLOAT)
     k = r.choice([2, 3, 4, 5, 6, 8, 10, 12]) if max_recipes is None else max_recipes
-    names, weights = zip(*[(n, w) for n, (w, minop, _) in RECIPES.items() if b.opset >= minop])
+    excluded = set(filter(None, os.environ.get("SHAPEINFER_ADVERSARIAL_EXCLUDE", "").split(",")))
+    names, weights = zip(*[(n, w) for n, (w, minop, _) in RECIPES.items() if b.opset >= minop and n not in excluded])
     for _ in range(k):
         name = r.choices(names, weights=weights)[0]
         snap = b.snapshot()

@@ -88,6 +88,8 @@ def isolated(fn, args, seconds=GRAPH_SECONDS, seed=None, model_bytes=b"") -> Out
                 break
         elif not p.is_alive():
             break
+    if result is None:
+        p.join(5)  # a child that closed its end is exiting: let it
     if result is None and p.is_alive():
         p.kill()
         p.join()

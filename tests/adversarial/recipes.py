@@ -943,9 +943,9 @@ def r_split(b: Builder):
             ins.append(b.i64(sizes))
         else:
             attrs["split"] = sizes
+    if b.opset >= 18 and len(ins) == 1 and "num_outputs" not in attrs:
+        attrs["num_outputs"] = n  # Split-18 needs one of the two
     py = dict(attrs)
-    if "split" not in py and len(ins) == 1 and "num_outputs" not in py:
-        pass
     return b.emit("Split", ins, lambda k, ins_: spec.split(py, ins_, b.opset, n), attrs=attrs, n_out=n)
 
 
@@ -1485,4 +1485,120 @@ RECIPES.update({
     "depth_to_space": (1, 11, r_depth_to_space),
     "shape_slice_attrs": (2, 15, r_shape_slice_attrs),
     "concat_data": (2, 4, r_concat_data),
+})
+
+
+# ----------------------------------------------------------------------------------- pass bait
+
+
+def r_reshape_chain(b: Builder):
+    """Reshape/Flatten/Squeeze/Unsqueeze chains with 0 entries and allowzero: what collapse-reshapes,
+    remove-noop and constant-shapes rewrite (a 0 must be resolved against the right tensor)."""
+    r = b.rng
+    if b.opset < 5:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=1, max_rank=4))
+    y = x
+    for _ in range(r.choice([2, 2, 3, 4])):
+        rank = y.rank()
+        if rank is None:
+            break
+        u = r.random()
+        if u < 0.45:
+            az = 1 if b.opset >= 14 and r.random() < 0.25 else 0
+            y = emit_reshape(b, y, build_vec(b, y, reshape_target(b, y, az, False)), az, explicit_az=r.random() < 0.3)
+        elif u < 0.6 and (b.opset >= 9 or y.dtype in FLOATS):
+            axis = r.randint(0, rank)
+            y = b.emit1("Flatten", [y], lambda k, ins, a=axis: spec.flatten({"axis": a}, ins), attrs={"axis": axis})
+        elif u < 0.75:
+            axis = r.randint(0, rank)
+            if b.opset < 13:
+                y = b.emit1("Unsqueeze", [y], lambda k, ins, a=axis: spec.unsqueeze({"axes": [a]}, ins, b.opset), attrs={"axes": [axis]})
+            else:
+                y = b.emit1("Unsqueeze", [y, b.i64([axis])], lambda k, ins: spec.unsqueeze({}, ins, b.opset))
+        elif u < 0.85:
+            ones = [i for i in range(rank) if y.static_dim(i) == 1]
+            if not ones:
+                continue
+            axes = [r.choice(ones)]
+            if b.opset < 13:
+                y = b.emit1("Squeeze", [y], lambda k, ins, a=axes: spec.squeeze({"axes": a}, ins, b.opset), attrs={"axes": axes})
+            else:
+                y = b.emit1("Squeeze", [y, b.i64(axes)], lambda k, ins: spec.squeeze({}, ins, b.opset))
+        else:
+            # back to the shape of an earlier tensor of the chain (or of x)
+            y = emit_reshape(b, y, b.shape_of(x))
+    return y
+
+
+def r_expand_binop(b: Builder):
+    """Expand (or Tile) feeding a broadcasting op: dropping it is right only when the broadcast
+    alone gives the same shape (expand-into-broadcast)."""
+    r = b.rng
+    if b.opset < 8:
+        raise SkipRecipe()
+    x = _need(b.data(max_rank=3, float_only=True))
+    y = emit_expand(b, x, expand_target(b, x)) if r.random() < 0.7 or x.rank() == 0 else emit_tile(b, x, tile_repeats(b, x))
+    u = r.random()
+    if u < 0.3:
+        other = b.const(special_floats(b, 1, x.dtype).reshape(()))
+    elif u < 0.6:
+        other = x
+    else:
+        other = b.data(float_only=True) or x
+        if other.dtype != x.dtype:
+            other = x
+    op = r.choice(["Add", "Mul", "Sub", "Max", "Min", "Div"])
+    args = [y, other] if r.random() < 0.6 else [other, y]
+    return b.binop(op, *args, tags=())
+
+
+def r_dedupe_bait(b: Builder):
+    """Constants equal as numbers but not as tensors (0.0 and -0.0, [1] and [[1]], int64 and int32,
+    NaNs of other payloads) and nodes that differ only in an attribute or a domain: dedupe must
+    keep them apart."""
+    r = b.rng
+    x = _need(b.data(float_only=True))
+    pairs = [(0.0, -0.0), (np.nan, NAN_PAYLOAD32), (np.nan, NEG_QNAN32), (1.0, 1.0)]
+    a_val, b_val = r.choice(pairs)
+    shape_a = r.choice([(), (1,)])
+    shape_b = r.choice([(), (1,), (1, 1)])
+    ca = b.const(np.full(shape_a, a_val, dtype=np_of(x.dtype)))
+    cb = b.const(np.full(shape_b, b_val, dtype=np_of(x.dtype)))
+    op = r.choice(["Add", "Sub", "Mul", "Max", "Min"] if b.opset >= 8 else ["Add", "Sub", "Mul"])
+    y1 = b.binop(op, x, ca, tags=())
+    y2 = b.binop(op, x, cb, tags=())
+    if r.random() < 0.5 and b.opset >= 6:
+        # two Casts that differ only in 'to'
+        c1 = b.cast(x, TP.DOUBLE if x.dtype != TP.DOUBLE else TP.FLOAT, tags=())
+        c2 = b.cast(x, TP.FLOAT16, tags=())
+        b.binop("Add", b.cast(c1, x.dtype, tags=()), b.cast(c2, x.dtype, tags=()), tags=())
+    return b.binop("Sub", y1, y2, tags=())
+
+
+def r_size_one_bait(b: Builder):
+    """Tile over axes of size 1 (tile-to-expand), reductions over size-1 axes (reduce-size-one),
+    with the size-1 axis static or a symbol that is 1 only at some bindings."""
+    r = b.rng
+    if b.opset < 8:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=1, max_rank=3))
+    rank = x.rank()
+    if r.random() < 0.5:
+        # make an axis of size 1 by slicing or unsqueezing
+        axis = r.randrange(rank)
+        x = b.slice(x, [0], [1], axes=[axis], tags=()) if b.opset >= 10 or r.random() < 0.5 else x
+    reps = [r.choice([1, 2, 3]) if x.static_dim(i) == 1 or r.random() < 0.3 else 1 for i in range(rank)]
+    y = emit_tile(b, x, b.i64(reps)) if b.opset >= 6 else x
+    ones = [i for i in range(rank) if x.static_dim(i) == 1] or [r.randrange(rank)]
+    op = r.choice(["ReduceMax", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceMean"])
+    src = r.choice([x, y])
+    return reduce_node(b, op, src, [r.choice(ones)], keepdims=r.choice([None, 0, 1]))
+
+
+RECIPES.update({
+    "reshape_chain": (5, 5, r_reshape_chain),
+    "expand_binop": (4, 8, r_expand_binop),
+    "dedupe_bait": (3, 7, r_dedupe_bait),
+    "size_one_bait": (3, 8, r_size_one_bait),
 })
