@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 
 import click
@@ -78,25 +77,42 @@ def _parse_input_shape(values) -> dict:
     return out
 
 
-def write_atomically(data: bytes, path: str, suffix: str = "") -> None:
-    """Write to a temporary file beside ``path`` and rename it into place only on success."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".shapeinfer-", suffix=suffix, dir=folder)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # the mode a plain open() would give, not mkstemp's 0600
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def _input_files(model, model_path: str) -> list:
+    """(path, what) for every file the input reads: the model and its external data files."""
+    from shapeinfer.external import external_data_files
+
+    folder = os.path.dirname(os.path.abspath(model_path))
+    return [(model_path, "the input model")] + [
+        (p, "external data the input model reads") for p in external_data_files(model, folder)]
 
 
-def write_model_atomically(model, path: str) -> None:
-    write_atomically(model.SerializeToString(), path, ".onnx")
+def _external_data_options(f):
+    f = click.option("--size-threshold", "size_threshold", type=click.IntRange(min=0), default=None, metavar="BYTES",
+                     help="With --external-data: tensors of at least this many bytes go into FILE, smaller ones "
+                          "stay inline (default 1024, as onnx.save_model). Tensors already external stay external; "
+                          "tensors of at most 64 elements are always inline (runtimes refuse shape tensors stored "
+                          "outside the model).")(f)
+    f = click.option("--external-data", "external_data", metavar="FILE",
+                     help="Store the tensors as external data in FILE, a file name beside the output. A model with "
+                          "external data always gets its data file beside the output (default OUTPUT.data); "
+                          "its tensors are copied there, the source's files are never changed.")(f)
+    return f
+
+
+def _check_output_options(output, external_data, size_threshold) -> int:
+    """The size threshold to write with; refuses data-file options that cannot apply."""
+    from shapeinfer.writer import DEFAULT_SIZE_THRESHOLD
+
+    if not output and (external_data is not None or size_threshold is not None):
+        raise click.UsageError("--external-data and --size-threshold apply to the model written with -o")
+    if size_threshold is not None and external_data is None:
+        raise click.UsageError("--size-threshold applies with --external-data FILE (the file the tensors go to)")
+    return DEFAULT_SIZE_THRESHOLD if size_threshold is None else size_threshold
+
+
+def _echo_report(text: str, dest) -> None:
+    """The human report on stdout -- or on stderr when the output file is our stdout."""
+    click.echo(text, err=dest is not None and dest.is_stdout())
 
 
 @cli.command("infer")
@@ -116,15 +132,24 @@ def write_model_atomically(model, path: str) -> None:
     is_flag=True,
     help="Assume no tensor is empty (every dim of every tensor is at least 1); reported in the output.",
 )
-def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_nonempty):
+@_external_data_options
+def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_nonempty, external_data, size_threshold):
     """Infer and print the shapes of MODEL."""
     import shapeinfer
     from shapeinfer.checker import validate_structure
+    from shapeinfer.writer import check_model_destination, write_model
 
     from .render import render_table
 
     overrides = _parse_input_shape(input_shape)
+    threshold = _check_output_options(output, external_data, size_threshold)
     model = shapeinfer.load_model(model_path)
+    model_dir = os.path.dirname(os.path.abspath(model_path))
+    dest = None
+    if output:  # refused before the work: the input, its data, a directory, ...
+        inputs = _input_files(model, model_path)
+        dest = check_model_destination(model, output, source_dir=model_dir, external_data=external_data,
+                                       protected=inputs)
     validate_structure(model)  # optimize does this in its API; infer's API takes partial graphs
     known_inputs = {i.name for i in model.graph.input}
     for name in overrides:
@@ -133,28 +158,44 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
                 f"the model has no input named {name!r} (inputs: {', '.join(sorted(known_inputs)) or 'none'})",
                 param_hint="--input-shape",
             )
-    model_dir = os.path.dirname(os.path.abspath(model_path))
     result = shapeinfer.infer(model, input_shapes=overrides, assume_nonempty=assume_nonempty, base_dir=model_dir)
+    written = None
     if output:
-        if os.path.abspath(output) == os.path.abspath(model_path):
-            raise click.BadParameter("refusing to overwrite the input model", param_hint="-o")
-        from shapeinfer.external import relocate_external_data
-
         annotated = shapeinfer.annotate(model, result, overrides)
-        relocate_external_data(annotated, model_dir, os.path.dirname(os.path.abspath(output)))
-        write_model_atomically(annotated, output)
+        written = write_model(annotated, output, source_dir=model_dir, external_data=external_data,
+                              size_threshold=threshold, protected=inputs)
     if as_json:
         data = result.to_dict(all_tensors=all_tensors)
         data["model"] = model_path
-        click.echo(json.dumps(data, indent=2))
+        if written is not None:
+            data["written"] = written.as_dict()
+        _echo_report(json.dumps(data, indent=2), dest)
     else:
-        click.echo(render_table(result, model_path, all_tensors=all_tensors))
-        if output:
-            click.echo(f"annotated model written to {output}")
+        text = render_table(result, model_path, all_tensors=all_tensors)
+        if written is not None:
+            text += f"\nannotated model written to {output}"
+            if written.data:
+                text += f"\n{written.describe()}"
+        _echo_report(text, dest)
 
 
 def _names(value):
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _parse_bind(bind) -> dict:
+    values = {}
+    for item in bind:
+        name, _, vals = item.partition("=")
+        name = name.strip()
+        try:
+            sizes = [int(v) for v in vals.split(",") if v.strip()]
+        except ValueError:
+            sizes = []
+        if not name or not sizes or min(sizes) < 0:
+            raise click.BadParameter(f"{item!r}: expected SYMBOL=V1,V2,... with sizes >= 0", param_hint="--bind")
+        values[name] = sizes
+    return values
 
 
 @cli.command("optimize")
@@ -163,69 +204,90 @@ def _names(value):
 @click.option("--passes", "passes", metavar="P1,P2", help="Run only these passes (comma-separated).")
 @click.option("--skip", "skip", metavar="P1,P2", help="Do not run these passes.")
 @click.option("--explain", is_flag=True, help="List each Reshape/Expand/Tile that was kept and why.")
-@click.option("--verify", "do_verify", is_flag=True, help="Run both models on random inputs at 3 bindings; exit 1 on any difference.")
+@click.option("--verify", "do_verify", is_flag=True,
+              help="Run both models (onnxruntime) on the same inputs at several sizes and compare the outputs "
+                   "bit for bit; exit 1 on a difference, 2 if nothing could be compared; nothing is written then.")
 @click.option("--fold-budget", "fold_budget", type=click.IntRange(min=0), default=None, metavar="BYTES",
               help="Largest folded constant allowed beyond its inputs' size (default 16384).")
 @click.option("--assume-nonempty", is_flag=True, help="Assume no tensor is empty (allows more rewrites); reported.")
 @click.option("--ignore-signed-zero", is_flag=True,
               help="Also drop x + 0.0, which turns -0.0 into +0.0 (as onnxsim/onnxslim do); reported.")
+@click.option("--fold-float-math", is_flag=True,
+              help="Also fold float math (transcendental functions, reductions, MatMul) with NumPy: results may "
+                   "differ from a runtime's in the last bits; reported, and --verify then allows a tolerance.")
+@click.option("--fuse-gemm", is_flag=True,
+              help="Fuse MatMul + bias Add into Gemm: the bias is added in another order, so results may differ "
+                   "in the last bits; reported, and --verify then allows a tolerance.")
 @click.option("--bind", "bind", multiple=True, metavar="SYMBOL=V1,V2,V3",
-              help="Sizes --verify gives a symbolic dim (repeatable), e.g. --bind height=32,64,48.")
+              help="Sizes --verify gives a symbolic input dim (repeatable), e.g. --bind height=32,64,48.")
+@_external_data_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budget, assume_nonempty,
-                 ignore_signed_zero, bind, as_json):
+                 ignore_signed_zero, fold_float_math, fuse_gemm, bind, external_data, size_threshold, as_json):
     """Simplify MODEL (constant folding, Reshape/Expand/Tile rewrites) and write it to OUTPUT."""
 
     import shapeinfer
-    from shapeinfer.external import relocate_external_data
     from shapeinfer.fold.folder import DEFAULT_BUDGET_BYTES
-    from shapeinfer.optimizer import DEFAULT_PASSES, OptimizeReport, optimize
-
-    from .render import render_optimize
-
-    if os.path.abspath(output) == os.path.abspath(model_path):
-        raise click.BadParameter("refusing to overwrite the input model", param_hint="-o")
+    from shapeinfer.optimizer import DEFAULT_PASSES, OPT_IN_PASSES, OptimizeReport, optimize
     from shapeinfer.passes import REGISTRY
+    from shapeinfer.writer import check_model_destination, write_model
+
+    from .render import render_optimize, verify_failure
 
     for name in (_names(passes) or []) + (_names(skip) or []):
         if name not in REGISTRY:
-            raise click.BadParameter(f"unknown pass {name!r} (passes: {', '.join(DEFAULT_PASSES)})", param_hint="--passes/--skip")
-    values = {}
-    for item in bind:
-        name, _, vals = item.partition("=")
-        try:
-            values[name.strip()] = [int(v) for v in vals.split(",") if v.strip()]
-        except ValueError:
-            values[name.strip()] = []
-        if not name.strip() or not values[name.strip()] or min(values[name.strip()]) < 0:
-            raise click.BadParameter(f"{item!r}: expected SYMBOL=V1,V2,... with sizes >= 0", param_hint="--bind")
+            raise click.BadParameter(f"unknown pass {name!r} (passes: {', '.join(DEFAULT_PASSES + OPT_IN_PASSES)})",
+                                     param_hint="--passes/--skip")
+    values = _parse_bind(bind)
+    if values and not do_verify:
+        raise click.UsageError("--bind gives the sizes --verify runs the models at; it needs --verify")
+    threshold = _check_output_options(output, external_data, size_threshold)
     model = shapeinfer.load_model(model_path)
+    model_dir = os.path.dirname(os.path.abspath(model_path))
+    if values:
+        from shapeinfer.verify import input_symbols
+
+        symbols = input_symbols(model)
+        for name in values:
+            if name not in symbols:
+                raise click.BadParameter(
+                    f"{name!r} is no symbolic dim of the model's inputs (symbols: {', '.join(symbols) or 'none'})",
+                    param_hint="--bind")
+    inputs = _input_files(model, model_path)
+    dest = check_model_destination(model, output, source_dir=model_dir, external_data=external_data, protected=inputs)
     progress = Progress(enabled=not as_json)
     report = OptimizeReport()
     optimized = optimize(model, passes=_names(passes), skip=_names(skip) or (),
                          fold_budget=DEFAULT_BUDGET_BYTES if fold_budget is None else fold_budget,
                          assume_nonempty=assume_nonempty, ignore_signed_zero=ignore_signed_zero,
+                         fold_float_math=fold_float_math, fuse_gemm=fuse_gemm,
                          progress=progress, report=report)
     verdict = None
     if do_verify:
         from shapeinfer.verify import bindings_for, verify
 
         progress("verifying with onnxruntime")
-        verdict = verify(model, optimized, bindings=bindings_for(model, values=values))
+        ran = set(_names(passes) or DEFAULT_PASSES) - set(_names(skip) or ())
+        inexact = fold_float_math or fuse_gemm or "fuse-gemm" in ran  # the opt-ins that are not bit-exact
+        verdict = verify(model, optimized, bindings=bindings_for(model, values=values), exact=not inexact,
+                         signed_zeros=not ignore_signed_zero, base_dir=model_dir)
     progress.done()
     if verdict is not None and not verdict.ok:
-        click.echo(render_optimize(report, model_path, output, explain, verdict) if not as_json else json.dumps(
-            {**report.as_dict(), "verify": [[b, r] for b, r in verdict.runs]}, indent=2))
-        raise SystemExit(EXIT_INVALID_MODEL)
-    relocate_external_data(optimized, os.path.dirname(os.path.abspath(model_path)), os.path.dirname(os.path.abspath(output)))
-    write_model_atomically(optimized, output)
+        data = {**report.as_dict(), "verify": verdict.as_dict(), "written": None}
+        click.echo(json.dumps(data, indent=2) if as_json else render_optimize(report, model_path, output, explain, verdict))
+        message, code = verify_failure(verdict, model)
+        click.echo(f"error: {message}", err=True)
+        raise SystemExit(code)
+    written = write_model(optimized, output, source_dir=model_dir, external_data=external_data,
+                          size_threshold=threshold, protected=inputs)
     if as_json:
         data = report.as_dict()
         if verdict is not None:
-            data["verify"] = [[b, r] for b, r in verdict.runs]
-        click.echo(json.dumps(data, indent=2))
+            data["verify"] = verdict.as_dict()
+        data["written"] = written.as_dict()
+        _echo_report(json.dumps(data, indent=2), dest)
     else:
-        click.echo(render_optimize(report, model_path, output, explain, verdict))
+        _echo_report(render_optimize(report, model_path, output, explain, verdict, written), dest)
 
 
 @cli.command("check")
@@ -246,18 +308,45 @@ def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty):
                 1 some model has an error, 2 usage error or an unreadable model.
     """
     from shapeinfer.checker import check_many, exit_code, render_json, render_junit, render_text
+    from shapeinfer.writer import resolve_destination, write_bytes
 
-    if output is not None and any(os.path.abspath(output) == os.path.abspath(p) for p in model_paths):
-        raise click.BadParameter("refusing to overwrite an input model with the report", param_hint="-o")
+    dest = None
+    if output is not None:  # never a model checked, nor a data file one reads
+        dest = resolve_destination(output, _files_check_reads(model_paths, output))
     reports = check_many(list(model_paths), strict=strict, assume_nonempty=assume_nonempty, jobs=jobs)
     text = {"text": render_text, "json": render_json, "junit": render_junit}[fmt](reports)
     if output:
-        write_atomically(text.encode("utf-8"), output, ".tmp")
+        write_bytes(dest, text.encode("utf-8"), ".tmp")
         if fmt != "text":
             click.echo("".join(r.summary() + "\n" for r in reports), nl=False, err=True)
     else:
         click.echo(text, nl=False)
     raise SystemExit(exit_code(reports))
+
+
+def _files_check_reads(model_paths, output: str) -> list:
+    """(path, what) for the models and, where the report could be one, their external data files."""
+    protected = [(p, "a model being checked") for p in model_paths]
+    try:
+        st = os.stat(output)
+    except OSError:
+        return protected  # nothing there yet: it cannot be a file anything reads
+    real = os.path.realpath(output)
+    for p in model_paths:
+        folder = os.path.realpath(os.path.dirname(os.path.abspath(p)))
+        if st.st_nlink > 1 or os.path.commonpath([folder, real]) == folder:
+            protected += [(f, f"external data {p} reads") for f in _data_files_of(p)]
+    return protected
+
+
+def _data_files_of(path: str) -> list:
+    from shapeinfer.api import load_model
+    from shapeinfer.external import external_data_files
+
+    try:
+        return external_data_files(load_model(path), os.path.dirname(os.path.abspath(path)))
+    except Exception:  # not a readable model: check reports it; it names no data file
+        return []
 
 
 class Progress:
@@ -296,6 +385,7 @@ class Progress:
 def main(argv=None) -> int:
     """Entry point: run the CLI, turning every error into one line and an exit code."""
     from shapeinfer.errors import ExternalDataError, ModelLoadError, ShapeInferenceError
+    from shapeinfer.writer import OutputError
 
     try:
         cli.main(args=argv, prog_name="shapeinfer", standalone_mode=False)
@@ -309,6 +399,9 @@ def main(argv=None) -> int:
         if isinstance(e, click.UsageError) and e.ctx is not None:
             ctx_hint = f" (see '{e.ctx.command_path} --help')"
         click.echo(f"error: {e.format_message()}{ctx_hint}", err=True)
+        return EXIT_USAGE
+    except OutputError as e:
+        click.echo(f"error: {e}; nothing written", err=True)
         return EXIT_USAGE
     except ShapeInferenceError as e:
         click.echo(f"error: invalid model: {e}", err=True)

@@ -72,7 +72,7 @@ def render_table(result, model_path: str, all_tensors: bool = False) -> str:
     return "\n".join(out)
 
 
-def render_optimize(report, model_path: str, output: str, explain: bool, verdict=None) -> str:
+def render_optimize(report, model_path: str, output: str, explain: bool, verdict=None, written=None) -> str:
     rows = []
     for key in report.before:
         a, b = report.before[key], report.after.get(key, "")
@@ -94,7 +94,42 @@ def render_optimize(report, model_path: str, output: str, explain: bool, verdict
         out.append(f"assumption: {a}")
     if verdict is not None:
         out.append("")
-        out.append(f"verify ({verdict.engine}): " + ("outputs identical" if verdict.ok else "DIFFERENCES FOUND"))
+        out.append(f"verify ({verdict.engine}): {_verdict_line(verdict)}")
         for binding, outcome in verdict.runs:
-            out.append(f"  {binding or '(static)'}: {outcome}")
+            out.append(f"  {_binding(binding)}: {outcome}")
+    if written is not None and written.data:
+        out.append(written.describe())
     return "\n".join(out)
+
+
+def _binding(binding: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in binding.items()) if binding else "(static)"
+
+
+def _verdict_line(verdict) -> str:
+    from shapeinfer.verify import DIFFERENT, IDENTICAL
+
+    n = len(verdict.runs)
+    if verdict.outcome == IDENTICAL:
+        skipped = f" ({verdict.skipped} skipped: the original model does not run there)" if verdict.skipped else ""
+        return f"outputs identical, {verdict.comparison}, at {verdict.compared} of {n} bindings{skipped}"
+    if verdict.outcome == DIFFERENT:
+        return f"DIFFERENCES FOUND ({verdict.comparison})"
+    return f"NOTHING COMPARED: the original model ran at none of the {n} bindings"
+
+
+def verify_failure(verdict, model) -> tuple:
+    """(one-line message, exit code) for a verification that did not pass."""
+    from shapeinfer.verify import DIFFERENT, input_symbols
+
+    if verdict.outcome == DIFFERENT:
+        return "--verify found differences between the original and the optimised model; nothing written", 1
+    symbols = input_symbols(model)
+    if not all("the original model does not run" in r for _, r in verdict.runs):
+        why = next(r for _, r in verdict.runs if "the original model does not run" not in r)
+        return f"--verify compared nothing: {why.removeprefix('skipped: ')}; nothing written", 2
+    tried = "; ".join(_binding(b) for b, _ in verdict.runs)
+    hint = (f"pass --bind SYMBOL=V1,V2 with sizes the model accepts (symbols: {', '.join(symbols)})" if symbols
+            else "the model has no symbolic input dims to bind")
+    return (f"--verify compared nothing: the original model does not run at any binding tried ({tried}); "
+            f"{hint}; nothing written"), 2

@@ -6,26 +6,36 @@ structure (every tensor produced once, every input produced by something, no cyc
 on, so that one run reports every finding. Each finding has a severity, a code, the node's name
 and op type, and one line of explanation.
 
+The rule for every finding: what onnxruntime refuses (at load, or in every run) is an error;
+what it loads and runs is at most a warning, which says who may refuse it
+(shapeinfer/tolerances.py encodes onnxruntime's tolerances).
+
 Errors (the model cannot run as exported):
-  ``unreadable``, ``external-data``, ``checker``, ``initializer`` (an unknown type, fewer bytes
-  than its dims need), ``duplicate-output``, ``dangling-input``,
-  ``not-a-dag``, ``shape-error`` (a Reshape whose element counts can never match, an Expand with
-  incompatible dims, a Tile with bad repeats, ...), ``declared-shape`` (a declared output or
-  value_info shape inference proves different), ``int64-overflow`` (a shape value that would
-  wrap, a tensor with more elements than int64 counts), ``internal-error`` (a bug of ours,
-  reported as a failure of that model rather than ending the run).
-Warnings (the model runs only for some inputs, or shapeinfer cannot tell):
+  ``unreadable``, ``external-data``, ``checker`` (onnx.checker, where onnxruntime agrees),
+  ``initializer`` (an unknown type, fewer bytes than its dims need), ``duplicate-output``,
+  ``duplicate-node-name``, ``dangling-input``, ``not-a-dag``, ``declared-type`` (a declared
+  type inference contradicts: onnxruntime refuses the model), ``type-error`` (a node's input
+  types disagree), ``shape-error`` (a Reshape whose element counts can never match, an Expand
+  with incompatible dims, a Tile with bad repeats, ...), ``int64-overflow`` (a tensor with more
+  elements than int64 counts), ``internal-error`` (a bug of ours, reported as a failure of that
+  model rather than ending the run).
+Warnings (the model runs, for some inputs or in some runtimes, or shapeinfer cannot tell):
   ``conditional-shape`` (a Reshape valid only for some values of the symbols -- which),
   ``forced-broadcast`` (a broadcast that holds only when two different dims are equal or 1),
-  ``unknown-dims`` (a node whose output dims no rule could express), ``huge-tensor`` (10^12
-  elements or more), ``unknown-op``, ``future-opset`` (newer than the installed onnx knows),
-  ``inference-fallback``.
+  ``declared-shape`` (a declared output or value_info shape inference proves different, or
+  equal only for some sizes: onnxruntime runs it and warns; consumers that trust declared shapes
+  may fail), ``integer-overflow`` (a shape value that wraps at run time), the onnx.checker
+  complaints onnxruntime tolerates (``unsorted-nodes``, ``missing-type``, ``missing-shape``,
+  ``runtime-op``, ``missing-opset-import``, ``initializer-not-input``), ``unknown-dims`` (a node
+  whose output dims no rule could express), ``huge-tensor`` (10^12 elements or more),
+  ``unknown-op``, ``future-opset`` (newer than the installed onnx knows), ``inference-fallback``.
 With ``strict`` every warning counts as an error.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -33,7 +43,7 @@ from typing import Optional
 import onnx
 from onnx import ModelProto
 
-from .errors import ModelLoadError, ShapeInferenceError
+from .errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
 from .infer.context import node_label
 from .symbolic import atoms, to_str
 
@@ -131,12 +141,6 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
         check_external_data(m, None)
     report.nodes = len(m.graph.node)
     structural = _structure(m.graph, set(), report)
-    if not structural:
-        try:
-            onnx.checker.check_model(m)
-        except Exception as e:  # onnx.checker.ValidationError and friends
-            text = str(e).strip().splitlines()
-            report.add(ERROR, "checker", "onnx.checker: " + (text[0] if text else type(e).__name__)[:300])
     if structural and any(f.code == "not-a-dag" for f in report.findings):
         return  # no order to walk in
     import gc
@@ -154,7 +158,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
             gc.enable()
     result = InferenceResult(m, engine)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
-    codes = {"shape-error": (ERROR, "shape-error"), "overflow": (ERROR, "int64-overflow"),
+    codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op")}
     for d in engine.diagnostics:
         if d.kind == "condition":
@@ -171,8 +175,116 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
         else:
             severity, code = codes.get(d.kind, (WARNING, "inference-fallback"))
             report.add(severity, code, d.message, d.node_name, d.op_type)
+    if not structural:
+        _onnx_checks(m, base_dir, report, result.facts)
     _declared(result, report, engine)
     _per_node(m.graph, result, report, nonempty)
+
+
+MAX_CHECKER_ROUNDS = 12
+
+
+def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
+    """onnx.checker, then onnx's type inference, classified by what onnxruntime accepts.
+
+    The checker stops at its first complaint: one onnxruntime tolerates is a warning, its cause
+    is fixed in a copy of the model and the checker runs again. It runs in the model's folder,
+    so that external data resolves where the model says (not in the working directory)."""
+    from .tolerances import tolerated
+
+    model, copied, seen = m, False, set()
+    with _in_folder(base_dir if _has_external_data(m) else None):
+        for _ in range(MAX_CHECKER_ROUNDS):
+            try:
+                onnx.checker.check_model(model)
+                break
+            except (onnx.checker.ValidationError, *ODD_INPUT_ERRORS, RuntimeError) as e:
+                text = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            found = tolerated(text)
+            if found is None or text in seen:
+                report.add(ERROR, "checker", "onnx.checker: " + text)
+                return  # onnxruntime refuses it too: the type check would add nothing
+            seen.add(text)
+            tolerance, match = found
+            report.add(WARNING, tolerance.code, tolerance.explain(match))
+            if not copied:
+                model, copied = ModelProto(), True
+                model.CopyFrom(m)
+            if not tolerance.fix(model, match, facts):
+                return  # cannot be made acceptable to the checker: nothing more to learn from it
+        _type_errors(model, report)
+
+
+_INFERENCE_ERROR = re.compile(r"\(op_type:(?P<op>[^,)]*)(?:, node name: (?P<node>[^)]*))?\): "
+                              r"(?:\[(?P<kind>\w+)\] )?(?P<message>[^\n]*)")
+_ELEM_TYPES = re.compile(r"Inferred elem type differs from existing elem type: \((\d+)\) vs \((\d+)\)")
+
+
+def _type_errors(model: ModelProto, report: CheckReport) -> None:
+    """onnx's type inference (strict): a declared type it contradicts, or node inputs whose
+    types disagree, make onnxruntime refuse the model. Its shape complaints are not repeated
+    here: shapeinfer's own declared-shape findings say them with symbols."""
+    from onnx.shape_inference import InferenceError, infer_shapes
+
+    try:
+        infer_shapes(model, check_type=True, strict_mode=True)
+        return
+    except InferenceError as e:
+        text = str(e)
+    except (ValueError, RuntimeError):  # too large to serialize, or not inferable: nothing to add
+        return
+    # what shapeinfer's rules already said (an unnamed node is named by its output there)
+    shape_errors = {(f.op, "" if f.node.startswith("<unnamed") else f.node) for f in report.findings
+                    if f.code == "shape-error"}
+    for hit in _INFERENCE_ERROR.finditer(text):
+        op, node, kind, message = hit.group("op"), hit.group("node") or "", hit.group("kind") or "", hit.group("message")
+        types = _ELEM_TYPES.search(message)
+        if types is not None:
+            inferred, declared = (_dtype_name(int(t)) for t in types.groups())
+            report.add(ERROR, "declared-type", f"an output is declared {declared}, but the node makes {inferred} "
+                       "(onnxruntime refuses the model)", node, op)
+        elif kind == "TypeInferenceError" or "inconsistent type" in message or "type" in message.split(":")[0]:
+            if "expected to have type but instead is null" in message:
+                continue  # follows from an unsorted graph or a missing type: reported as such
+            report.add(ERROR, "type-error", f"{message.strip()} (onnx type inference; onnxruntime refuses the model)",
+                       node, op)
+        elif "Inferred shape and existing shape differ" in message:
+            continue  # a declared shape: the declared-shape findings say it
+        elif (op, node) not in shape_errors:
+            report.add(ERROR, "shape-error", f"onnx inference: {message.strip()} (onnxruntime refuses the model)",
+                       node, op)
+
+
+def _dtype_name(elem_type: int) -> str:
+    from .api import dtype_name
+
+    try:
+        return dtype_name(elem_type)
+    except (ValueError, KeyError):
+        return f"type {elem_type}"
+
+
+def _has_external_data(m: ModelProto) -> bool:
+    from .external import external_tensors
+
+    return next(external_tensors(m), None) is not None
+
+
+class _in_folder:
+    """Run a block in another working directory (onnx.checker resolves a model's external data
+    against it), and come back. None: stay."""
+
+    def __init__(self, folder):
+        self.folder, self.back = folder, None
+
+    def __enter__(self):
+        if self.folder is not None:
+            self.back = os.getcwd()
+            os.chdir(self.folder)
+
+    def __exit__(self, *exc):
+        if self.back is not None:
+            os.chdir(self.back)
 
 
 def _structure(graph, outer: set, report: CheckReport) -> bool:
@@ -200,6 +312,13 @@ def _structure(graph, outer: set, report: CheckReport) -> bool:
             found = True
     for t in graph.sparse_initializer:
         producer.setdefault(t.values.name, -1)
+    named: dict = {}
+    for n in nodes:
+        if n.name and named.setdefault(n.name, n) is not n:
+            report.add(ERROR, "duplicate-node-name", f"another node of this graph{where} has the same name "
+                       f"({named[n.name].op_type}); onnxruntime refuses a model with two nodes of one name",
+                       n.name, n.op_type)
+            found = True
     for k, n in enumerate(nodes):
         for o in n.output:
             if not o:
@@ -300,15 +419,16 @@ def _declared(result, report: CheckReport, engine=None) -> None:
         node, op = (node_label(n), n.op_type) if n is not None else ("", "")
         dims = tt.shape.dim
         if len(dims) != len(fact.shape):
-            report.add(ERROR, "declared-shape", f"{vi.name!r} is declared with rank {len(dims)}, inferred "
-                       f"{_shape_str(fact.shape)} (rank {len(fact.shape)})", node, op)
+            report.add(WARNING, "declared-shape", f"{vi.name!r} is declared with rank {len(dims)}, inferred "
+                       f"{_shape_str(fact.shape)} (rank {len(fact.shape)}){_DECLARED_NOTE}", node, op)
             continue
         for axis, (d, ours) in enumerate(zip(dims, fact.shape)):
             if d.HasField("dim_value") and not result.is_unknown_dim(ours):
                 theirs = int(d.dim_value)
                 if isinstance(ours, int) and ours != theirs or (not isinstance(ours, int) and _never(ours, theirs)):
-                    report.add(ERROR, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
-                               f"is {to_str(ours)}, never {theirs}; inferred {_shape_str(fact.shape)}", node, op)
+                    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
+                               f"is {to_str(ours)}, never {theirs}; inferred {_shape_str(fact.shape)}{_DECLARED_NOTE}",
+                               node, op)
                     break
             elif d.dim_param and engine is not None and not result.is_unknown_dim(ours):
                 # a declared expression over the input symbols is a claim: check it
@@ -321,8 +441,9 @@ def _declared(result, report: CheckReport, engine=None) -> None:
                     continue  # a free name (seq_plus_1) only names the dim
                 diff = sub(ours, theirs)
                 if isinstance(diff, int) or provably_positive(diff) or provably_positive(sub(0, diff)):
-                    report.add(ERROR, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
-                               f"is {to_str(ours)}, never {d.dim_param}; inferred {_shape_str(fact.shape)}", node, op)
+                    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
+                               f"is {to_str(ours)}, never {d.dim_param}; inferred {_shape_str(fact.shape)}"
+                               f"{_DECLARED_NOTE}", node, op)
                     break
                 example = _counterexample((ours, theirs), _holds("equal", ours, theirs))
                 if example is not None:
@@ -330,6 +451,9 @@ def _declared(result, report: CheckReport, engine=None) -> None:
                                f"is {to_str(ours)}: equal to {d.dim_param} only for some sizes (not for "
                                f"{_binding_str(example)})", node, op)
                     break
+
+
+_DECLARED_NOTE = " (onnxruntime runs the model and warns; consumers that trust declared shapes may fail)"
 
 
 def _never(ours, theirs: int) -> bool:
@@ -448,11 +572,18 @@ def _counterexample(dims, holds, nonempty=()) -> Optional[dict]:
 
 
 def _allowed(binding, nonempty) -> bool:
-    from .symbolic import evaluate, free_symbols
+    """False when the binding makes some tensor empty (under assume_nonempty). A dim that has
+    no value there -- it sits after a broadcast that fails at that binding -- says nothing: the
+    run stops before that tensor exists."""
+    from .symbolic import EvaluationError, evaluate, free_symbols
 
     for d in nonempty:
-        if free_symbols(d) <= binding.keys() and evaluate(d, binding) < 1:
-            return False
+        if free_symbols(d) <= binding.keys():
+            try:
+                if evaluate(d, binding) < 1:
+                    return False
+            except (EvaluationError, ArithmeticError):
+                continue
     return True
 
 

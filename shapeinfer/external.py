@@ -2,8 +2,8 @@
 
 Weights stored as external data stay where they are: inference reads a tensor's bytes only when
 it is a small integer tensor (shape values), and only from a file inside the model's folder,
-within the file's size. Writing a model elsewhere rewrites the *locations* (relative paths), not
-the weights.
+within the file's size. Writing a model elsewhere puts its external data beside it (see
+shapeinfer.writer): a location is always relative to the folder of the model that names it.
 """
 
 from __future__ import annotations
@@ -60,7 +60,10 @@ def read_small_int_tensor(tensor: TensorProto, base_dir: Optional[str]) -> Optio
     return np.frombuffer(data, dtype=dtype).astype(dtype.newbyteorder("=")).reshape(tuple(tensor.dims))
 
 
-def _external_tensors(model):
+def external_tensors(model):
+    """Every tensor of the model stored as external data: initializers and tensor attributes,
+    in subgraphs too."""
+
     def in_graph(g):
         for t in g.initializer:
             yield t
@@ -78,15 +81,44 @@ def _external_tensors(model):
             yield t
 
 
-def relocate_external_data(model, from_dir: str, to_dir: str) -> None:
-    """Point external data locations, written relative to from_dir, at the same files from to_dir."""
-    src, dst = os.path.realpath(from_dir), os.path.realpath(to_dir)
-    if src == dst:
-        return
-    for t in _external_tensors(model):
-        for e in t.external_data:
-            if e.key == "location" and not os.path.isabs(e.value):
-                e.value = os.path.relpath(os.path.join(src, e.value), dst)
+_external_tensors = external_tensors
+
+
+def tensor_nbytes(t: TensorProto) -> Optional[int]:
+    """The bytes a tensor's elements take in raw form, or None (strings, unknown types)."""
+    if t.data_type in (0, TensorProto.STRING, TensorProto.UNDEFINED):
+        return None
+    n = 1
+    for d in t.dims:
+        n *= int(d)
+    if t.data_type in (TensorProto.INT4, TensorProto.UINT4) or t.data_type == getattr(TensorProto, "FLOAT4E2M1", -1):
+        return (n + 1) // 2
+    try:
+        return n * np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
+    except Exception:
+        return None
+
+
+def external_range(t: TensorProto, path: str) -> tuple:
+    """(offset, length) of an external tensor's bytes in its file (at ``path``): the length
+    given, else the bytes its elements take, else the rest of the file."""
+    info = external_info(t)
+    offset = int(info.get("offset", 0) or 0)
+    if info.get("length"):
+        return offset, int(info["length"])
+    needed = tensor_nbytes(t)
+    return offset, needed if needed is not None else max(os.path.getsize(path) - offset, 0)
+
+
+def external_data_files(model, base_dir: str) -> list:
+    """The real paths of the files the model's external tensors read (those inside base_dir),
+    each once, in the order first named."""
+    out = []
+    for t in external_tensors(model):
+        path = resolve_location(base_dir, external_info(t).get("location", ""))
+        if path is not None and path not in out:
+            out.append(path)
+    return out
 
 
 def _escapes(location: str) -> bool:
@@ -116,19 +148,7 @@ def check_external_data(model, base_dir: Optional[str]) -> None:
             raise ExternalDataError(f"{what}: offset/length are not integers") from None
         if offset < 0 or (length is not None and length < 0):
             raise ExternalDataError(f"{what}: negative offset or length")
-        needed = None
-        if t.data_type not in (0, TensorProto.STRING, TensorProto.UNDEFINED):
-            n = 1
-            for d in t.dims:
-                n *= int(d)
-            try:
-                itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
-            except Exception:
-                itemsize = None
-            if itemsize is not None:
-                needed = n * itemsize
-                if t.data_type in (TensorProto.INT4, TensorProto.UINT4) or t.data_type == getattr(TensorProto, "FLOAT4E2M1", -1):
-                    needed = (n + 1) // 2
+        needed = tensor_nbytes(t)
         if length is not None and needed is not None and length < needed:
             raise ExternalDataError(f"{what}: length {length} is less than the {needed} bytes of its {list(t.dims)} elements")
         if base_dir is None:

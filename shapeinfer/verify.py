@@ -1,15 +1,28 @@
-"""Run an original and an optimised model on the same random inputs and compare the outputs.
+"""Run an original and an optimised model on the same inputs and compare the outputs, bit for bit.
 
-Each symbolic input dim takes several values (1 included); both models run with onnxruntime,
-or with onnx's reference evaluator where onnxruntime cannot load one of them. Integer, bool
-and string outputs must be identical, float outputs identical or within a tight tolerance
-(folding may compute a constant subexpression in another order). A binding the *original*
-model cannot run with is skipped and said so.
+Each symbolic input dim takes several values: 1 for all at first, other small sizes, and 0 for
+all at the end. At each binding both models run twice: on random floats with -0.0 and +0.0 mixed
+in (a rewrite that loses a signed zero shows), then with +inf, -inf and NaN in some elements too.
+Both models run in onnxruntime (an optimised model it cannot load is a difference: every model
+shapeinfer writes must load there), or both in onnx's reference evaluator when onnxruntime cannot
+load the original.
+
+Outputs compare exactly by default: the same dtype, the same shape and the same bytes, with one
+tolerance: a signalling NaN may come back quieted, so the quiet bit is set on every NaN (float16,
+bfloat16, float32, float64, complex, float8e5m2 -- the other float8 kinds have a single NaN
+encoding) in both outputs before the bytes are compared. ``exact=False`` -- for an optimisation
+that used an inexact opt-in (fold_float_math, fuse_gemm) -- compares floats within RTOL/ATOL;
+``signed_zeros=False`` -- for ignore_signed_zero -- takes -0.0 and +0.0 as equal, nothing else.
+
+A binding the *original* model cannot run with is skipped and said so. The outcome is
+"identical" (something was compared, all equal), "different", or "nothing compared" (every
+binding skipped) -- never a pass, never a difference.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 import onnx
@@ -17,43 +30,88 @@ from onnx import helper
 
 DEFAULT_VALUES = (1, 3, 5, 2, 8)
 RTOL, ATOL = 1e-5, 1e-6
+SIGNED_ZERO_FRACTION = 0.1  # of float input elements set to -0.0 (and as many to +0.0)
+SPECIAL_FRACTION = 0.05  # of float input elements set to +inf, to -inf and to NaN (each)
+
+IDENTICAL, DIFFERENT, NOTHING_COMPARED = "identical", "different", "nothing compared"
+
+# dtype name: (unsigned view, exponent mask, mantissa mask, quiet bit, sign bit). A NaN has every
+# exponent bit and some mantissa bit set; float8e4m3fn has one NaN per sign (no quiet bit), and
+# the fnuz kinds have neither a quiet bit nor a -0.0.
+_FLOAT_BITS = {
+    "float16": (np.uint16, 0x7C00, 0x03FF, 0x0200, 0x8000),
+    "bfloat16": (np.uint16, 0x7F80, 0x007F, 0x0040, 0x8000),
+    "float32": (np.uint32, 0x7F800000, 0x007FFFFF, 0x00400000, 0x80000000),
+    "float64": (np.uint64, 0x7FF0000000000000, 0x000FFFFFFFFFFFFF, 0x0008000000000000, 0x8000000000000000),
+    "float8_e5m2": (np.uint8, 0x7C, 0x03, 0x02, 0x80),
+    "float8_e4m3fn": (np.uint8, 0x78, 0x07, 0x00, 0x80),
+}
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 @dataclass
 class VerifyReport:
     runs: list = field(default_factory=list)  # (binding, "ok" | "skipped: why" | "DIFFERENT: what")
     engine: str = "onnxruntime"
-
-    @property
-    def ok(self) -> bool:
-        compared = [r for r in self.runs if r[1] == "ok" or r[1].startswith("DIFFERENT")]
-        return bool(compared) and all(r[1] == "ok" for r in compared)
+    exact: bool = True
+    signed_zeros: bool = True
 
     @property
     def compared(self) -> int:
         return sum(1 for r in self.runs if r[1] == "ok" or r[1].startswith("DIFFERENT"))
 
+    @property
+    def skipped(self) -> int:
+        return sum(1 for r in self.runs if r[1].startswith("skipped"))
 
-def _symbols(model) -> list:
+    @property
+    def outcome(self) -> str:
+        if any(r[1].startswith("DIFFERENT") for r in self.runs):
+            return DIFFERENT
+        return IDENTICAL if self.compared else NOTHING_COMPARED
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == IDENTICAL
+
+    @property
+    def comparison(self) -> str:
+        if not self.exact:
+            return f"within rtol={RTOL:g}, atol={ATOL:g}"
+        return "bit-exact" if self.signed_zeros else "bit-exact but for the sign of zero"
+
+    def as_dict(self) -> dict:
+        return {"outcome": self.outcome, "engine": self.engine, "comparison": self.comparison,
+                "runs": [{"binding": b, "result": r} for b, r in self.runs]}
+
+
+def input_symbols(model) -> list:
+    """The dim_params of the graph inputs (not initializers), in order, each once."""
     init = {t.name for t in model.graph.initializer}
     out = []
     for vi in model.graph.input:
         if vi.name in init or not vi.type.HasField("tensor_type"):
             continue
         for d in vi.type.tensor_type.shape.dim:
-            if not d.HasField("dim_value") and d.dim_param not in out:
+            if not d.HasField("dim_value") and d.dim_param and d.dim_param not in out:
                 out.append(d.dim_param)
     return out
 
 
-def bindings_for(model, count: int = 3, values=None) -> list:
-    """Bindings of the inputs' symbolic dims: all 1, then other small values, mixed.
+_symbols = input_symbols
 
-    ``values`` maps a symbol to the sizes it should take instead (cycled over the runs)."""
-    syms = _symbols(model)
-    values = values or {}
+
+def bindings_for(model, count: int = 3, values: Optional[dict] = None) -> list:
+    """Bindings of the inputs' symbolic dims: all 1, then other small values mixed, then all 0.
+
+    ``values`` maps a symbol to the sizes it takes instead: then there are as many runs as the
+    longest list (shorter lists cycle); symbols not named take 1, small values, and 0 last."""
+    syms = input_symbols(model)
+    values = {s: list(v) for s, v in (values or {}).items() if v}
+    free = [s for s in syms if s not in values]
+    runs = max(len(v) for v in values.values()) if values else max(count, 1)
     out = []
-    for k in range(max(count, 1)):
+    for k in range(runs):
         b = {}
         for j, s in enumerate(syms):
             if s in values:
@@ -61,10 +119,28 @@ def bindings_for(model, count: int = 3, values=None) -> list:
             else:
                 b[s] = 1 if k == 0 else DEFAULT_VALUES[(k + j) % len(DEFAULT_VALUES)]
         out.append(b)
+    if free:
+        out.append({s: (values[s][0] if s in values else 0) for s in syms})
     return out
 
 
-def _inputs(model, binding, rng) -> dict:
+def _float_input(shape, np_dtype, rng, special: bool):
+    n = int(np.prod(shape, dtype=np.int64))
+    x = rng.standard_normal(n)
+    u = rng.random(n)
+    x[u < SIGNED_ZERO_FRACTION] = -0.0
+    x[(u >= SIGNED_ZERO_FRACTION) & (u < 2 * SIGNED_ZERO_FRACTION)] = 0.0
+    edge = [-0.0]
+    if special:
+        lo = 2 * SIGNED_ZERO_FRACTION
+        for k, v in enumerate((np.inf, -np.inf, np.nan)):
+            x[(u >= lo + k * SPECIAL_FRACTION) & (u < lo + (k + 1) * SPECIAL_FRACTION)] = v
+        edge = [np.nan, np.inf, -np.inf, -0.0]
+    x[:len(edge)] = edge[:n]  # small tensors see the edge cases too
+    return x.astype(np_dtype).reshape(shape)
+
+
+def _inputs(model, binding, rng, special: bool = False) -> dict:
     init = {t.name for t in model.graph.initializer}
     feeds = {}
     for vi in model.graph.input:
@@ -77,59 +153,167 @@ def _inputs(model, binding, rng) -> dict:
             feeds[vi.name] = rng.integers(0, 2, shape).astype(bool)
         elif np.issubdtype(np_dtype, np.integer):
             feeds[vi.name] = rng.integers(0, 8, shape).astype(np_dtype)
+        elif np.dtype(np_dtype).kind == "c":
+            re, im = (_float_input(shape, np.float64, rng, special) for _ in range(2))
+            feeds[vi.name] = (re + 1j * im).astype(np_dtype)
+        elif np_dtype == object:
+            feeds[vi.name] = np.array([str(v) for v in rng.integers(0, 8, int(np.prod(shape)))], dtype=object).reshape(shape)
         else:
-            feeds[vi.name] = rng.standard_normal(shape).astype(np_dtype)
+            feeds[vi.name] = _float_input(shape, np_dtype, rng, special)
     return feeds
 
 
-def _runner(model):
-    try:
-        import onnxruntime as ort
+def _ort_session(model, base_dir):
+    import onnxruntime as ort
 
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 4
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-        return "onnxruntime", lambda feeds: sess.run(None, feeds)
-    except Exception:
-        from onnx.reference import ReferenceEvaluator
-
-        ref = ReferenceEvaluator(model)
-        return "onnx.reference", lambda feeds: ref.run(None, feeds)
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if base_dir is not None:  # the model's external data locations are relative to this folder
+        opts.add_session_config_entry("session.model_external_initializers_file_folder_path", base_dir)
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return lambda feeds: sess.run(None, feeds)
 
 
-def _same(a, b) -> str:
+def _reference(model, base_dir):
+    from onnx.reference import ReferenceEvaluator
+
+    if base_dir is not None and any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
+        m = onnx.ModelProto()
+        m.CopyFrom(model)
+        onnx.external_data_helper.load_external_data_for_model(m, base_dir)
+        model = m
+    ref = ReferenceEvaluator(model)
+    return lambda feeds: ref.run(None, feeds)
+
+
+def _first_line(e: Exception, limit: int = 160) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:limit]
+
+
+def _canonical(a: np.ndarray, signed_zeros: bool = True) -> np.ndarray:
+    """An unsigned-integer view of a's elements (shape a.shape + (parts,)), NaNs quieted, and
+    -0.0 made +0.0 unless ``signed_zeros``."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.kind == "c":
+        a = a.view(np.float32 if a.dtype.itemsize == 8 else np.float64).reshape(a.shape + (2,))
+    else:
+        a = a.reshape(a.shape + (1,))
+    spec = _FLOAT_BITS.get(a.dtype.name)
+    if spec is not None:
+        view_t, exp, mant, quiet, sign = (spec[0],) + tuple(spec[0](v) for v in spec[1:])
+        bits = a.view(view_t).copy()
+        if quiet:
+            bits[((bits & exp) == exp) & ((bits & mant) != 0)] |= quiet
+        if not signed_zeros:
+            bits[bits == sign] = 0
+        return bits
+    if a.dtype.itemsize in _UINT and a.dtype != object:
+        return a.view(_UINT[a.dtype.itemsize])
+    return a.view(np.uint8).reshape(a.shape[:-1] + (-1,))
+
+
+def _show(v, bits) -> str:
+    text = repr(v) if isinstance(v, (str, bytes)) else str(v)
+    return f"{text} (0x{bits})" if bits else text
+
+
+def _same(a, b, exact: bool = True, signed_zeros: bool = True) -> str:
+    """'' when a and b are equal (see the module doc), else what differs."""
     a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
-        return f"shape {list(a.shape)} vs {list(b.shape)}"
     if a.dtype != b.dtype:
         return f"dtype {a.dtype} vs {b.dtype}"
-    if a.dtype == object or np.issubdtype(a.dtype, np.integer) or a.dtype == bool:
-        return "" if np.array_equal(a, b) else "values differ"
-    if np.array_equal(a, b, equal_nan=True):
+    if a.shape != b.shape:
+        return f"shape {list(a.shape)} vs {list(b.shape)}"
+    floating = a.dtype != object and (a.dtype.kind in "fc" or "float" in a.dtype.name)
+    if a.dtype == object:
+        differ = np.array([x != y for x, y in zip(a.reshape(-1), b.reshape(-1))], dtype=bool).reshape(a.shape)
+    elif floating and not exact:
+        fa, fb = (x.astype(np.complex128 if x.dtype.kind == "c" else np.float64) for x in (a, b))
+        differ = ~np.isclose(fa, fb, rtol=RTOL, atol=ATOL, equal_nan=True)
+    else:
+        differ = (_canonical(a, signed_zeros) != _canonical(b, signed_zeros)).any(axis=-1)
+    count = int(np.count_nonzero(differ))
+    if not count:
         return ""
-    return "" if np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True) else f"max difference {np.nanmax(np.abs(a - b))}"
+    at = tuple(int(i) for i in np.argwhere(differ)[0])
+    x, y = a[at], b[at]
+    hx = hy = ""
+    if floating:  # the bits too: -0.0 vs 0.0, NaN payloads
+        hx, hy = (np.ascontiguousarray(v).tobytes()[::-1].hex() for v in (x, y))
+    return f"{count} of {a.size} elements differ (first at {list(at)}: {_show(x, hx)} vs {_show(y, hy)})"
 
 
-def verify(original, optimized, bindings=None, seed: int = 0) -> VerifyReport:
-    report = VerifyReport()
-    eng1, run1 = _runner(original)
-    eng2, run2 = _runner(optimized)
-    report.engine = eng1 if eng1 == eng2 else f"{eng1} / {eng2}"
+def _run(run, feeds):
+    try:
+        return run(feeds), None
+    except Exception as e:
+        return None, _first_line(e)
+
+
+def verify(original, optimized, bindings=None, seed: int = 0, exact: bool = True, signed_zeros: bool = True,
+           base_dir: Optional[str] = None) -> VerifyReport:
+    """Run both models at each binding (default: :func:`bindings_for`) and compare the outputs.
+
+    ``exact`` (the default) compares bytes (NaNs quieted); ``exact=False`` allows RTOL/ATOL on
+    floats, for an optimisation made with an inexact opt-in (fold_float_math, fuse_gemm).
+    ``signed_zeros=False`` takes -0.0 and +0.0 as equal and is otherwise exact, for an
+    optimisation made with ignore_signed_zero. ``base_dir`` is the folder the models' external
+    data locations are relative to."""
+    report = VerifyReport(exact=exact, signed_zeros=signed_zeros)
+    bindings = list(bindings) if bindings is not None else bindings_for(original)
+    try:
+        run1 = _ort_session(original, base_dir)
+        try:
+            run2 = _ort_session(optimized, base_dir)
+        except Exception as e:  # what shapeinfer writes must load where the original does
+            why = f"DIFFERENT: the optimised model does not load in onnxruntime ({_first_line(e)})"
+            report.runs = [(b, why) for b in bindings]
+            return report
+    except Exception as e_ort:
+        report.engine = "onnx.reference"
+        try:
+            run1 = _reference(original, base_dir)
+        except Exception as e:
+            why = (f"skipped: the original model loads neither in onnxruntime ({_first_line(e_ort, 100)}) "
+                   f"nor in onnx.reference ({_first_line(e, 100)})")
+            report.runs = [(b, why) for b in bindings]
+            return report
+        try:
+            run2 = _reference(optimized, base_dir)
+        except Exception as e:
+            report.runs = [(b, f"DIFFERENT: the optimised model does not load ({_first_line(e)})") for b in bindings]
+            return report
     names = [o.name for o in original.graph.output]
     rng = np.random.default_rng(seed)
-    for binding in bindings or bindings_for(original):
-        feeds = _inputs(original, binding, rng)
-        try:
-            want = run1(feeds)
-        except Exception as e:
-            report.runs.append((binding, f"skipped: the original model does not run ({str(e).splitlines()[0][:120]})"))
-            continue
-        try:
-            got = run2(feeds)
-        except Exception as e:
-            report.runs.append((binding, f"DIFFERENT: the optimised model fails ({str(e).splitlines()[0][:160]})"))
-            continue
-        diffs = [f"{n}: {why}" for n, a, b in zip(names, want, got) if (why := _same(a, b))]
-        report.runs.append((binding, "DIFFERENT: " + "; ".join(diffs) if diffs else "ok"))
+    for binding in bindings:
+        outcomes = []
+        for special in (False, True):
+            try:
+                feeds = _inputs(original, binding, rng, special)
+            except Exception as e:  # an input that is not a tensor of a known type
+                outcomes.append(f"skipped: no random inputs for this model ({_first_line(e)})")
+                break
+            want, err = _run(run1, feeds)
+            inputs = "with inf/NaN inputs: " if special else ""
+            if err is not None:
+                outcomes.append(f"skipped: the original model does not run {inputs}({err})")
+                continue
+            got, err = _run(run2, feeds)
+            if err is not None:
+                outcomes.append(f"DIFFERENT: {inputs}the optimised model fails ({err})")
+                continue
+            diffs = [f"{n}: {why}" for n, a, b in zip(names, want, got) if (why := _same(a, b, exact, signed_zeros))]
+            outcomes.append(f"DIFFERENT: {inputs}" + "; ".join(diffs) if diffs else "ok")
+        report.runs.append((binding, _combine(outcomes)))
     return report
+
+
+def _combine(outcomes: list) -> str:
+    """One outcome for a binding from its two runs: a difference wins, then a comparison."""
+    for o in outcomes:
+        if o.startswith("DIFFERENT"):
+            return o
+    if "ok" in outcomes:
+        return "ok"
+    return outcomes[0]

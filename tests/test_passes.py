@@ -29,9 +29,9 @@ def _ops(model):
     return [n.op_type for n in model.graph.node]
 
 
-def _check_same(model, out, bindings):
+def _check_same(model, out, bindings, **compare):
     pytest.importorskip("onnxruntime")
-    v = verify(model, out, bindings=bindings)
+    v = verify(model, out, bindings=bindings, **compare)
     assert v.ok and v.compared == len(bindings), v.runs
 
 
@@ -342,7 +342,7 @@ def test_adding_positive_zero_is_dropped_only_on_request():
     assert "Add" in _ops(out)
     model, out, report = _optimize(text, ignore_signed_zero=True)
     assert "Add" not in _ops(out) and any("signed" in a for a in report.assumptions)
-    _check_same(model, out, [{"N": 1}, {"N": 4}])
+    _check_same(model, out, [{"N": 1}, {"N": 4}], signed_zeros=False)  # -0.0 + 0.0 was +0.0
 
 
 def test_optimize_keeps_metadata_functions_and_subgraphs():
@@ -410,7 +410,7 @@ def test_matmul_plus_bias_becomes_gemm_for_2d_operands_when_asked():
     model, out, report = _optimize(GEMM_MODEL, fuse_gemm=True)
     assert _ops(out) == ["Gemm"]
     assert any("Gemm" in a for a in report.assumptions)
-    _check_same(model, out, [{"M": 1}, {"M": 4}, {"M": 0}])
+    _check_same(model, out, [{"M": 1}, {"M": 4}, {"M": 0}], exact=False)  # the opt-in is not bit-exact
 
 
 def test_fuse_gemm_is_off_by_default():

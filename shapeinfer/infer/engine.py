@@ -20,7 +20,8 @@ from ..symbolic import Dim, ExpressionTooLarge, add, provably_positive, substitu
 from ..symbolic.expr import Expr, _atom_dim
 from . import ops  # noqa: F401  (registers the rules)
 from .context import NodeContext, node_label
-from .facts import Fact
+from ..semantics import INT_RANGES, wrap_int
+from .facts import Fact, obj_array
 from .fallback import infer_with_onnx
 from .protos import dim_from_param, fact_from_type, parse_dim_param, tensor_problem, value_from_tensor, written_by_shapeinfer
 from .registry import lookup, normalize_domain
@@ -81,10 +82,6 @@ def _graph_dim_params(graph, out: set) -> None:
             for d in vi.type.tensor_type.shape.dim:
                 if d.dim_param:
                     out.add(d.dim_param)
-
-
-INT_LIMITS = {TensorProto.INT64: (-2**63, 2**63 - 1), TensorProto.INT32: (-2**31, 2**31 - 1)}
-INT_NAMES = {TensorProto.INT64: "int64", TensorProto.INT32: "int32"}
 
 
 class Engine:
@@ -290,7 +287,7 @@ class Engine:
                     if type(name) is not str:
                         raise ModelLoadError(f"node {node_label(node)!r} ({node.op_type}): an output name is not "
                                              f"valid UTF-8 ({name!r}); the file is corrupt")
-                    if fact.value is not None and fact.dtype in INT_LIMITS:
+                    if fact.value is not None and fact.dtype in INT_RANGES and fact.value.dtype == object:
                         self._check_overflow(node, fact)
                     if name:
                         facts[name] = fact
@@ -301,15 +298,18 @@ class Engine:
         return produced
 
     def _check_overflow(self, node, fact) -> None:
-        """An integer value outside its type's range wraps at run time: never report the
-        unwrapped number -- the value becomes unknown and the node gets an "overflow" finding."""
-        lo, hi = INT_LIMITS[fact.dtype]
-        for v in fact.value.reshape(-1):
-            if type(v) is int and not lo <= v <= hi:
-                fact.value = None
-                self.warn(node, f"integer overflow: a value {v} does not fit {INT_NAMES[fact.dtype]} "
-                                f"(it would wrap at run time)", kind="overflow")
-                return
+        """A concrete integer value outside its type's range wraps at run time: keep the wrapped
+        number (what the runtime holds) and give the node an "overflow" finding. (Cast wraps by
+        definition and does it itself; symbolic values that may not fit are made unknown where
+        they are computed.)"""
+        lo, hi = INT_RANGES[fact.dtype]
+        flat = fact.value.reshape(-1).tolist()
+        bad = [v for v in flat if type(v) is int and not lo <= v <= hi]
+        if not bad:
+            return
+        fact.value = obj_array([wrap_int(v, fact.dtype) if type(v) is int else v for v in flat], fact.value.shape)
+        name = TensorProto.DataType.Name(fact.dtype).lower()
+        self.warn(node, f"integer overflow: a value {bad[0]} does not fit {name} (it wraps at run time)", kind="overflow")
 
     def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope) -> list:
         op, raw_domain = node.op_type, node.domain

@@ -14,7 +14,9 @@ from .expr import (
     dim_key,
     dmax,
     dmin,
+    DIM_MAX,
     evaluate,
+    fits,
     floordiv,
     free_symbols,
     is_static,
@@ -37,7 +39,7 @@ from .printing import NAME_RE, ParseError, parse, to_str
 
 __all__ = [
     "Atom", "BroadcastError", "Dim", "EvaluationError", "Expr", "ExpressionTooLarge", "NAME_RE", "ParseError",
-    "add", "atoms", "bcast", "bounds", "dim_key", "dmax", "dmin", "evaluate", "floordiv", "free_symbols",
+    "DIM_MAX", "add", "atoms", "bcast", "bounds", "fits", "dim_key", "dmax", "dmin", "evaluate", "floordiv", "free_symbols",
     "is_static", "mod", "mul", "neg", "parse", "provably_equal", "provably_le", "provably_nonneg",
     "provably_not_one", "provably_one", "provably_positive", "replace_atom", "sub", "substitute", "sym", "to_str", "truediv",
 ]

@@ -57,6 +57,8 @@ __all__ = [
     "replace_atom",
     "is_static",
     "dim_key",
+    "DIM_MAX",
+    "fits",
     "provably_equal",
     "provably_nonneg",
     "provably_positive",
@@ -632,14 +634,14 @@ def _quot_interval(pa, pb):
     return (min(c), max(c))
 
 
-def _atom_bounds(atom: Atom):
-    if atom._bounds is not None:
+def _atom_bounds(atom: Atom, top=inf):
+    if top == inf and atom._bounds is not None:
         return atom._bounds
     k = atom.kind
     if k == "sym":
-        out = (atom.lo, inf)
+        out = (atom.lo, top)
     elif k in ("floordiv", "div"):
-        pa, pb = bounds(atom.args[0]), bounds(atom.args[1])
+        pa, pb = bounds(atom.args[0], top), bounds(atom.args[1], top)
         if pb[0] > 0:
             lo, hi = _quot_interval(pa, pb)
             if k == "floordiv":
@@ -654,7 +656,7 @@ def _atom_bounds(atom: Atom):
         else:
             out = (-inf, inf)
     elif k == "mod":
-        pa, pb = bounds(atom.args[0]), bounds(atom.args[1])
+        pa, pb = bounds(atom.args[0], top), bounds(atom.args[1], top)
         if pb[0] > 0:
             hi = pb[1] - 1
             if pa[0] >= 0:
@@ -663,30 +665,34 @@ def _atom_bounds(atom: Atom):
         else:
             out = (-inf, inf)
     else:  # min, max, bcast
-        ps = [bounds(x) for x in atom.args]
+        ps = [bounds(x, top) for x in atom.args]
         if k == "min":
             out = (min(p[0] for p in ps), min(p[1] for p in ps))
         elif k == "max":
             out = (max(p[0] for p in ps), max(p[1] for p in ps))
         else:
             out = (min(p[0] for p in ps), max(p[1] for p in ps))
-    atom._bounds = out
+    if top == inf:
+        atom._bounds = out
     return out
 
 
-def bounds(d: Dim) -> tuple:
-    """(lo, hi) with lo <= d <= hi for every binding of non-negative symbols (inf where open)."""
+def bounds(d: Dim, top=inf) -> tuple:
+    """(lo, hi) with lo <= d <= hi for every binding of non-negative symbols (inf where open).
+
+    ``top``: take every symbol to be at most top (for questions such as "does this value fit an
+    int32 for every dim up to 2**31-1?"); the default leaves symbols unbounded above."""
     if isinstance(d, int):
         return (d, d)
     if isinstance(d, Fraction):
         return (d, d)
-    if d._bounds is not None:
+    if top == inf and d._bounds is not None:
         return d._bounds
     lo, hi = 0, 0
     for mono, coef in d.terms:
         p = (1, 1)
         for atom, e in mono:
-            p = _interval_mul(p, _interval_pow(_atom_bounds(atom), e))
+            p = _interval_mul(p, _interval_pow(_atom_bounds(atom, top), e))
         p = _interval_mul(p, (coef, coef))
         lo, hi = lo + p[0], hi + p[1]
     # Every dim is an integer in a valid run (an exact division divides), so round inward.
@@ -694,8 +700,9 @@ def bounds(d: Dim) -> tuple:
         lo = -floor(-Fraction(lo))
     if hi not in (inf, -inf):
         hi = floor(Fraction(hi))
-    d._bounds = (lo, hi)
-    return d._bounds
+    if top == inf:
+        d._bounds = (lo, hi)
+    return (lo, hi)
 
 
 def replace_atom(d: Dim, atom: Atom, value: Dim) -> Dim:
@@ -775,6 +782,22 @@ def provably_equal(a: Dim, b: Dim) -> bool:
         return sub(a, b) == 0
     except ExpressionTooLarge:
         return False
+
+
+# The largest size a symbol takes where a question is about integer overflow: no tensor dim
+# reaches 2**31 elements in practice (a 1-D tensor that long holds 2 GiB even as uint8), and
+# without some limit no product of two dims would provably fit int64. Shape *values* copied from
+# dims of tensors that exist are not asked: only values computed from them (see fits()).
+DIM_MAX = 2**31 - 1
+
+
+def fits(d: Dim, lo: int, hi: int) -> bool:
+    """True when lo <= d <= hi for every binding with each symbol at most DIM_MAX: a computed
+    shape value that may not fit its integer type (and would wrap) is not known."""
+    if isinstance(d, int):
+        return lo <= d <= hi
+    a, b = bounds(d, DIM_MAX)
+    return lo <= a and b <= hi
 
 
 def provably_one(d: Dim) -> bool:

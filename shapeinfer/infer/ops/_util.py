@@ -6,7 +6,8 @@ from typing import Optional
 
 import numpy as np
 
-from ...symbolic import BroadcastError, Dim, Expr, bcast, mul, provably_nonneg, provably_not_one, replace_atom, substitute
+from ...semantics import INT_RANGES, wrap_int
+from ...symbolic import BroadcastError, Dim, Expr, bcast, fits, mul, provably_nonneg, provably_not_one, replace_atom, substitute
 from ..facts import UNKNOWN, Fact, as_dim, obj_array, shape_str
 
 
@@ -118,3 +119,24 @@ def zero_implies_zero(e, in_dim) -> bool:
         (substitute(in_dim, {atom.args[0]: 0}) if atom.kind == "sym" else replace_atom(in_dim, atom, 0)) == 0
         for atom, _ in mono
     )
+
+
+def fit_integer_value(value: Optional[np.ndarray], dtype: int, wrap: bool = False) -> Optional[np.ndarray]:
+    """A value computed in integer type dtype, as the runtime holds it: an element that may not
+    fit the type (it would wrap) becomes unknown -- a symbolic one unless it provably fits (see
+    symbolic.fits), a concrete one only when ``wrap`` is False; with ``wrap`` (Cast, which the
+    spec defines to wrap) a concrete element is computed with the wrap. Concrete overflow of
+    other ops is left to the engine, which wraps it and reports it."""
+    bounds = INT_RANGES.get(dtype)
+    if value is None or bounds is None or value.dtype != object:
+        return value
+    lo, hi = bounds
+    flat = value.reshape(-1).tolist()
+    changed = False
+    for i, e in enumerate(flat):
+        if type(e) is int:
+            if wrap and not lo <= e <= hi:
+                flat[i], changed = wrap_int(e, dtype), True
+        elif isinstance(e, Expr) and not fits(e, lo, hi):
+            flat[i], changed = UNKNOWN, True
+    return obj_array(flat, value.shape) if changed else value

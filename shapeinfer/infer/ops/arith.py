@@ -27,7 +27,7 @@ from ...symbolic import (
 )
 from ..facts import INT_TYPES, UNKNOWN, Fact
 from ..registry import rule
-from ._util import broadcast_shapes, value_or_none
+from ._util import broadcast_shapes, fit_integer_value, value_or_none
 
 _DIM = (int, Expr)
 
@@ -175,7 +175,8 @@ def _broadcast_rule(ctx, facts, value=None):
     shape = broadcast_shapes(ctx, [f.shape for f in facts])
     if value is not None and shape is not None and tuple(value.shape) != tuple(shape):
         value = None
-    return Fact(dtype=_out_dtype(ctx.op_type, facts), shape=shape, value=value)
+    dtype = _out_dtype(ctx.op_type, facts)
+    return Fact(dtype=dtype, shape=shape, value=fit_integer_value(value, dtype))
 
 
 def _present(ctx):
@@ -312,6 +313,7 @@ def unary(ctx):
             else:
                 fn = _unary_value(neg if ctx.op_type == "Neg" else _abs)
             value = value_or_none(np.asarray(_apply(fn, data.value), dtype=object).reshape(data.value.shape))
+            value = fit_integer_value(value, data.dtype)  # -INT_MIN wraps
         else:
             value = {"Neg": np.negative, "Abs": np.abs, "Not": np.logical_not}[ctx.op_type](data.value)
     return [Fact(dtype=data.dtype, shape=data.shape, value=value)]

@@ -7,6 +7,8 @@ Reduce ops (axes as attribute, or as input from ReduceSum-13 / the others' v18).
 
 from __future__ import annotations
 
+from fractions import Fraction
+from math import ceil
 from typing import Optional
 
 import numpy as np
@@ -17,6 +19,7 @@ from ...symbolic import (
     bounds,
     dmax,
     dmin,
+    fits,
     floordiv,
     mul,
     neg,
@@ -24,10 +27,10 @@ from ...symbolic import (
     sub,
 )
 from ...errors import ODD_INPUT_ERRORS
-from ...semantics import as_python_slice, slice_range, slice_runtimes_differ
+from ...semantics import INT_RANGES, as_python_slice, slice_range, slice_runtimes_differ
 from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, obj_array, value_from_numpy
 from ..registry import rule
-from ._util import dims_value, int_entries, normalize_axis, prod, value_entries, zero_implies_zero
+from ._util import dims_value, fit_integer_value, int_entries, normalize_axis, prod, value_entries, zero_implies_zero
 
 INT64 = TensorProto.INT64
 # A Slice bound at or beyond this means "to the end": no tensor dim can reach it.
@@ -334,24 +337,46 @@ def squeeze(ctx):
 
 
 def _cast_value(value, src: int, dst: int):
+    """The value of Cast(value) from src to dst as the spec defines it, or None where it is not
+    defined (a float out of the integer type's range) or not known."""
     if value is None:
         return None
-    if value.dtype == object:
+    bool_t = TensorProto.BOOL
+    if value.dtype == object:  # elements of an integer or bool tensor: ints, bools, dims, UNKNOWN
+        if src not in INT_TYPES and src != bool_t:
+            return None
         if dst in INT_TYPES:
-            return value if src in INT_TYPES or src == TensorProto.BOOL else None
-        if dst == TensorProto.BOOL and src in INT_TYPES:
-            return np.frompyfunc(lambda e: e if e is UNKNOWN else (bool(e) if isinstance(e, int) else (True if provably_positive(e) else UNKNOWN)), 1, 1)(value)
+            if src == bool_t:
+                value = np.frompyfunc(lambda e: int(e) if isinstance(e, bool) else e, 1, 1)(value)
+            return fit_integer_value(value, dst, wrap=True)  # to a narrower type: wraps
+        if dst == bool_t:
+            return np.frompyfunc(_nonzero, 1, 1)(value)
         flat = value.reshape(-1).tolist()
         if dst in FLOAT_TYPES and all(isinstance(e, (int, bool)) for e in flat):
-            return np.array(flat, dtype=helper.tensor_dtype_to_np_dtype(dst)).reshape(value.shape)
+            return np.array([int(e) for e in flat], dtype=helper.tensor_dtype_to_np_dtype(dst)).reshape(value.shape)
         return None
-    if src in FLOAT_TYPES and dst in INT_TYPES | {TensorProto.BOOL}:
-        if not np.all(np.isfinite(value)):
-            return None
-        return value_from_numpy(value.astype(helper.tensor_dtype_to_np_dtype(dst)), dst)
-    if dst in FLOAT_TYPES:
+    if src in FLOAT_TYPES and dst == bool_t:
+        return obj_array((bool(x) for x in (value != 0).reshape(-1)), value.shape)  # NaN is True
+    if src in FLOAT_TYPES and dst in INT_TYPES:
+        lo, hi = INT_RANGES[dst]
+        with np.errstate(all="ignore"):
+            whole = np.trunc(value.astype(np.float64))
+        if not np.all(np.isfinite(whole)) or (whole.size and (whole.min() < lo or whole.max() > hi)):
+            return None  # out of range: undefined by the spec
+        return value_from_numpy(np.array([int(x) for x in whole.reshape(-1)], dtype=object).reshape(value.shape), dst)
+    if src in FLOAT_TYPES and dst in FLOAT_TYPES:
         return value.astype(helper.tensor_dtype_to_np_dtype(dst))
     return None
+
+
+def _nonzero(e):
+    if isinstance(e, bool) or e is UNKNOWN:
+        return e
+    if isinstance(e, int):
+        return e != 0
+    if provably_positive(e) or provably_positive(neg(e)):
+        return True
+    return UNKNOWN
 
 
 @rule("Cast", since=1)
@@ -373,32 +398,62 @@ def cast_like(ctx):
 
 @rule("Range", since=11)
 def range_(ctx):
+    """Range: the spec's count max(ceil((limit - start) / delta), 0), exact, and its values
+    start + i*delta (accumulated in the element type, as the spec's function body does).
+
+    onnxruntime computes the count in double -- ceil((double(limit) - double(start)) / delta) --
+    which is the exact count only while the bounds are small enough (|start|, |limit| <= 2**52
+    keeps every step exact); beyond, or where a float division lands on the other side of an
+    integer, runtimes may differ and the count is unknown."""
     facts = [ctx.input(i) for i in range(3)]
     dtype = facts[0].dtype if facts[0] is not None else 0
     vals = [f.value.reshape(-1)[0] if f is not None and f.value is not None and f.value.size == 1 else None for f in facts]
-    if all(v is not None and not isinstance(v, type(UNKNOWN)) for v in vals) and not any(isinstance(v, np.ndarray) for v in vals):
-        start, limit, delta = vals
-        if all(isinstance(v, (int, float, np.integer, np.floating)) for v in vals):
-            if delta == 0:
-                raise ctx.error("delta is 0")
-            n = max(int(np.ceil((limit - start) / delta)), 0)
-            value = None
-            if n <= MAX_VALUE_ELEMENTS:
-                arr = np.arange(start, limit, delta, dtype=helper.tensor_dtype_to_np_dtype(dtype))[:n] if dtype else None
-                value = value_from_numpy(arr, dtype) if arr is not None else None
-            return [Fact(dtype=dtype, shape=(n,), value=value)]
-        dims = [as_dim(v) for v in vals]
-        if all(d is not None for d in dims) and isinstance(dims[2], int) and dims[2] != 0:
-            start, limit, delta = dims
-            if delta > 0:
-                n = dmax(floordiv(add(sub(limit, start), delta - 1), delta), 0)
-            else:
-                n = dmax(floordiv(add(sub(start, limit), -delta - 1), -delta), 0)
-            value = None
-            if isinstance(n, int) and n <= MAX_VALUE_ELEMENTS:
-                value = obj_array(add(start, mul(i, delta)) for i in range(n))
-            return [Fact(dtype=dtype, shape=(n,), value=value)]
-    return [Fact(dtype=dtype, shape=(ctx.fresh("range"),))]
+    if any(v is None or v is UNKNOWN for v in vals):
+        return [Fact(dtype=dtype, shape=(ctx.fresh("range"),))]
+    if all(isinstance(v, (np.floating, float)) for v in vals) and dtype in FLOAT_TYPES:
+        return [_float_range(ctx, dtype, vals)]
+    dims = [as_dim(v) for v in vals]
+    if any(d is None for d in dims) or dtype not in INT_RANGES:
+        return [Fact(dtype=dtype, shape=(ctx.fresh("range"),))]
+    start, limit, delta = dims
+    if not isinstance(delta, int):
+        return [Fact(dtype=dtype, shape=(ctx.fresh("range"),))]
+    if delta == 0:
+        raise ctx.error("delta is 0")
+    if not (fits(start, -(2**52), 2**52) and fits(limit, -(2**52), 2**52)):
+        return [Fact(dtype=dtype, shape=(ctx.fresh("range"),))]
+    diff = sub(limit, start)
+    if delta > 0:
+        n = dmax(floordiv(add(diff, delta - 1), delta), 0)
+    else:
+        n = dmax(floordiv(add(neg(diff), -delta - 1), -delta), 0)
+    value = None
+    if isinstance(n, int) and n <= MAX_VALUE_ELEMENTS:
+        value = obj_array(add(start, mul(i, delta)) for i in range(n))  # within [start, limit): fits
+    return [Fact(dtype=dtype, shape=(n,), value=value)]
+
+
+def _float_range(ctx, dtype, vals) -> Fact:
+    t = helper.tensor_dtype_to_np_dtype(dtype)
+    start, limit, delta = (t.type(v) for v in vals)
+    if delta == 0:
+        raise ctx.error("delta is 0")
+    if not all(np.isfinite(x) for x in (start, limit, delta)):
+        return Fact(dtype=dtype, shape=(ctx.fresh("range"),))
+    with np.errstate(all="ignore"):
+        counted = max(ceil((float(limit) - float(start)) / float(delta)), 0)  # in double, as onnxruntime
+    exact = max(ceil((Fraction(float(limit)) - Fraction(float(start))) / Fraction(float(delta))), 0)
+    if counted != exact:
+        return Fact(dtype=dtype, shape=(ctx.fresh("range"),))
+    value = None
+    if counted <= MAX_VALUE_ELEMENTS:
+        out, v = [], start
+        with np.errstate(all="ignore"):
+            for _ in range(counted):
+                out.append(v)
+                v = t.type(v + delta)
+        value = np.array(out, dtype=t)
+    return Fact(dtype=dtype, shape=(counted,), value=value)
 
 
 @rule("ConstantOfShape", since=9)
@@ -473,7 +528,7 @@ def _reduce(ctx, axes_from_input: bool):
     if fn is not None and data.value is not None and data.value.dtype == object and r <= 1:
         flat = [as_dim(e) for e in data.value.reshape(-1).tolist()]
         if flat and all(e is not None for e in flat):
-            value = obj_array([fn(flat)], tuple(out))
+            value = fit_integer_value(obj_array([fn(flat)], tuple(out)), data.dtype)
     return [Fact(dtype=data.dtype, shape=tuple(out), value=value)]
 
 
