@@ -77,6 +77,12 @@ KNOWN = {
         "onnxruntime, IR version 3 (every initializer listed as a graph input): feeding such an input is refused "
         "('Invalid input name'); the IR spec makes an initializer with an input's name that input's default. "
         "The generator feeds initializers only from opset 9 (IR 4) on.",
+    "ref-pool-window-larger-than-input":
+        "onnx.reference, pools whose window is larger than the padded input: an empty output, where the spec's "
+        "size is negative (invalid).",
+    "ref-split-uneven":
+        "onnx.reference, Split (before 18, or 18 without num_outputs) into equal parts of an axis they do not "
+        "divide: runs (NumPy's array_split); the spec (and onnxruntime) refuse it.",
     "onnx-checker-initializer-input-as-constant":
         "onnx.checker (full_check) infers shapes from the stored value of an initializer that is also a graph "
         "input, so a declared shape that holds for the fed value is refused; not a runtime difference, the "
@@ -157,6 +163,8 @@ def spec_shapes(node, opset, ins):
             res = spec.transpose(a, pairs)
         elif op == "Size":
             res = spec.size_op(a, pairs)
+        elif op == "Split":
+            res = spec.split(a, pairs, opset, len(node.output))
         elif op == "NonZero" and ins[0] is not None:
             res = [((np.ndim(ins[0]), int(np.count_nonzero(ins[0]))), None)]
         elif op in ("MaxPool", "AveragePool", "LpPool") and "kernel_shape" in a:
@@ -201,6 +209,10 @@ def classify(node, opset, ins, outs, spec_out, engine) -> str:
             if _window_larger(node, a, ins):
                 return "ort-pool-window-larger-than-input"
     else:
+        if op in ("MaxPool", "AveragePool", "LpPool", "Conv") and ins[0] is not None and _window_larger(node, a, ins):
+            return "ref-pool-window-larger-than-input"
+        if op == "Split" and spec_out == "invalid":
+            return "ref-split-uneven"
         if op == "Slice" and opset >= 10 and len(ins) > 4 and ins[4] is not None:
             starts, steps = np.asarray(ins[1]).reshape(-1), np.asarray(ins[4]).reshape(-1)
             axes = np.asarray(ins[3]).reshape(-1) if ins[3] is not None else np.arange(len(starts))

@@ -466,10 +466,15 @@ class Builder:
         if r.random() < 0.15:  # imports nothing uses
             opsets.append(helper.make_opsetid(r.choice(["ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training"]), 1))
         model = helper.make_model(graph, opset_imports=opsets, ir_version=ir, functions=list(self.functions.values()))
+        props = {}
+        if r.random() < 0.1:  # the marker of models shapeinfer wrote: declared dims become claims
+            props["shapeinfer.dim_syntax"] = "expressions-1"
         if r.random() < 0.3:
             model.producer_name = "shapeinfer-adversarial"
             model.doc_string = "a random graph"
-            helper.set_model_props(model, {"seed": str(self.seed)})
+            props["seed"] = str(self.seed)
+        if props:
+            helper.set_model_props(model, props)
         return model
 
     def declared_shape(self, v: V):

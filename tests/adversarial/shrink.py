@@ -132,7 +132,7 @@ def shrink_failure(f: Failure, bindings=None, feeds=None, symbols=None, budget=6
     if f.binding is not None:  # only the binding that failed
         keep = [b for b in range(len(bindings)) if {k: v for k, v in bindings[b].items() if not k.startswith("#")} == f.binding]
         feeds = [fd if b in keep else None for b, fd in enumerate(feeds)]
-    variants = []
+    variants = [] if f.cls in SHAPE_CLASSES else None  # None: the judge's own choice for the seed
     if f.variant:
         import ast
 
@@ -143,6 +143,8 @@ def shrink_failure(f: Failure, bindings=None, feeds=None, symbols=None, budget=6
             kw = {"passes": f.variant[5:].split(",")}
         elif f.variant == "assume_nonempty":
             kw = {"assume_nonempty": True}
+        elif f.variant.startswith("optimize"):
+            kw = {}
         del ast
         variants = [(f.variant, kw)]
     t0 = time.monotonic()
