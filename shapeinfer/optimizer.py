@@ -141,7 +141,8 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
     report.assumptions.extend(d.message for d in facts.diagnostics if d.kind == "future-opset")
     ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
                       fold_budget=fold_budget, graph_outputs=graph_outputs,
-                      ignore_signed_zero=ignore_signed_zero, fold_float_math=fold_float_math)
+                      ignore_signed_zero=ignore_signed_zero, fold_float_math=fold_float_math,
+                      local_functions=frozenset((f.domain, f.name) for f in src.functions))
     declined = []
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no

@@ -464,3 +464,13 @@ def test_reshape_then_unsqueeze_collapses_into_one_reshape():
         "g (float[B,S,12] x) => (float y, float z) <int64[4] s = {0, 0, 3, 4}, int64[1] ax = {-1}> {"
         " r = Reshape(x, s)  u = Unsqueeze(r, ax)  y = Neg(u)  z = Relu(r) }")
     assert sorted(_ops(out)) == ["Neg", "Relu", "Reshape", "Unsqueeze"]
+
+
+def test_a_node_removed_in_one_round_is_no_consumer_in_the_next():
+    """neutral-elements drops Mul(e, 1) in round 1; in round 2 expand-into-broadcast walks the
+    consumers of e. A removed node used to stay among them without outputs (IndexError)."""
+    model, out, report = _optimize(
+        "g (float[1,4] a) => (float y) <int64[2] s = {3, 4}, float one = {1.}> {"
+        " e = Expand(a, s)  m = Mul(e, one)  y = Relu(m) }", skip=("remove-noop",))
+    assert "Mul" not in _ops(out) and report.rounds >= 2
+    _check_same(model, out, [{}])

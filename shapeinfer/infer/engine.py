@@ -105,7 +105,11 @@ class Engine:
         self._params: dict = {}
         self._rules: dict = {}  # (domain, op, version) -> rule or None, looked up once
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
-        self.functions = {(f.domain, f.name): f for f in model.functions}
+        self.functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
+        self._calls: list = []  # the model-local functions being walked, outermost first
+        self._depth = 0  # function calls and subgraphs being walked
+        self._work = 0  # nodes walked, bodies included
+        self._work_limit = 0  # set by run(): proportional to the model
         self.diagnostics: list = []
         self.minted: dict = {}  # minted symbol name -> where it came from
         taken: set = set()
@@ -234,6 +238,7 @@ class Engine:
                     fact.shape = facts[vi.name].shape
             facts[vi.name] = fact
         self.facts = facts
+        self._work_limit = WORK_PER_NODE * _count_nodes(self.model) + WORK_FLOOR
         self.produced = self.run_nodes(graph.node, facts, self.opsets, None)
         return facts
 
@@ -264,6 +269,7 @@ class Engine:
         order = nodes
         i = 0
         later = None
+        self._work += len(nodes)
         while i < len(order):
             node = order[i]
             inputs = []
@@ -314,7 +320,7 @@ class Engine:
     def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope) -> list:
         op, raw_domain = node.op_type, node.domain
         if self.functions:
-            function = self.functions.get((raw_domain, op))
+            function = self.functions.get(function_key(raw_domain, op, getattr(node, "overload", "")))
             if function is not None:
                 return self._call_function(function, node, inputs, attr_scope)
         domain = "" if raw_domain == "ai.onnx" else raw_domain
@@ -355,7 +361,35 @@ class Engine:
             outs = [o if o is not None else (f if f is not None else Fact()) for o, f in zip(outs, fb)]
         return outs
 
+    def _deeper(self, node, what: str) -> bool:
+        """Whether walking one more body (a function call, a subgraph) stays within bounds; if
+        not, the node's outputs stay unknown and a warning says why."""
+        if self._depth >= MAX_NESTING:
+            self.warn(node, f"{what} nested more than {MAX_NESTING} deep: outputs unknown", kind="budget")
+            return False
+        if self._work > self._work_limit:
+            self.warn(node, f"{what} not walked: the model has already taken {self._work} node visits, "
+                            f"{WORK_PER_NODE} times its size (calls that multiply); outputs unknown", kind="budget")
+            return False
+        return True
+
     def _call_function(self, function, node, inputs: list, attr_scope) -> list:
+        key = function_key(function.domain, function.name, getattr(function, "overload", ""))
+        if key in self._calls:
+            chain = " -> ".join(_function_str(k) for k in self._calls[self._calls.index(key):] + [key])
+            raise ShapeInferenceError(f"model-local function {_function_str(key)} calls itself ({chain}); "
+                                      "functions must not be recursive", node_name=node_label(node), op_type=node.op_type)
+        if not self._deeper(node, f"function {_function_str(key)}"):
+            return [Fact() for _ in node.output]
+        self._calls.append(key)
+        self._depth += 1
+        try:
+            return self._walk_function(function, node, inputs, attr_scope)
+        finally:
+            self._calls.pop()
+            self._depth -= 1
+
+    def _walk_function(self, function, node, inputs: list, attr_scope) -> list:
         facts: dict = {}
         for formal, fact in zip(function.input, inputs):
             if formal:
@@ -375,8 +409,18 @@ class Engine:
         self.run_nodes(function.node, facts, opsets, scope)
         return [facts.get(o) or Fact() for o in function.output]
 
-    def run_subgraph(self, graph, outer, opsets: dict, input_facts: list, attr_scope=None) -> list:
-        """Walk a subgraph with the outer scope visible; returns the facts of its outputs."""
+    def run_subgraph(self, graph, outer, opsets: dict, input_facts: list, attr_scope=None, node=None) -> list:
+        """Walk a subgraph with the outer scope visible; returns the facts of its outputs (unknown
+        ones past the nesting or work bounds)."""
+        if node is not None and not self._deeper(node, "subgraph"):
+            return [Fact() for _ in graph.output]
+        self._depth += 1
+        try:
+            return self._walk_subgraph(graph, outer, opsets, input_facts, attr_scope)
+        finally:
+            self._depth -= 1
+
+    def _walk_subgraph(self, graph, outer, opsets: dict, input_facts: list, attr_scope) -> list:
         local: dict = {}
         facts = ChainMap(local, outer)
         for t in graph.initializer:
@@ -388,6 +432,41 @@ class Engine:
             local[vi.name] = fact
         self.run_nodes(graph.node, facts, opsets, attr_scope)
         return [facts.get(o.name) or Fact() for o in graph.output]
+
+
+# Bounds on the walk (DESIGN: every loop and recursion has one): function calls and subgraphs
+# nest at most MAX_NESTING deep (onnxruntime runs chains of hundreds of functions; past the
+# bound their outputs are unknown, never a RecursionError), and the whole walk visits at most
+# WORK_PER_NODE times the model's nodes plus WORK_FLOOR (functions that call the next one twice,
+# 40 deep, would take 2^40 walks).
+MAX_NESTING = 100
+WORK_PER_NODE = 32
+WORK_FLOOR = 20_000
+
+
+def function_key(domain: str, name: str, overload: str = "") -> tuple:
+    """How a node names a model-local function: domain, name and (IR 10) overload."""
+    return (domain, name, overload or "")
+
+
+def _function_str(key) -> str:
+    domain, name, overload = key
+    return f"{domain}:{name}" + (f" (overload {overload})" if overload else "")
+
+
+def _count_nodes(model) -> int:
+    """Nodes of the main graph, every subgraph and every function body."""
+    total = 0
+    stack = [model.graph] + [f for f in model.functions]
+    while stack:
+        g = stack.pop()
+        for n in g.node:
+            total += 1
+            for a in n.attribute:
+                if a.type == a.GRAPH:
+                    stack.append(a.g)
+                stack.extend(a.graphs)
+    return total
 
 
 def _input_symbol_names(graph, init_names: set, input_shapes: dict) -> set:

@@ -39,6 +39,7 @@ class PassContext:
     graph_outputs: set  # names of the main graph's outputs (must keep their names)
     ignore_signed_zero: bool = False  # opt-in: x + 0.0 may turn -0.0 into +0.0
     fold_float_math: bool = False  # opt-in: fold float math whose last bits may differ by runtime
+    local_functions: frozenset = frozenset()  # (domain, name) of the model's own functions
 
     _names: Optional[set] = None
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
@@ -62,6 +63,18 @@ class PassContext:
         if isinstance(tensor, gs.Constant):  # possibly made by a pass: it knows its shape
             return tuple(int(d) for d in tensor.shape)
         return self.facts.shape(tensor.name)
+
+    def op(self, node) -> str:
+        """The ONNX op node is, or "" when it is not one: a node of another domain, or a call of a
+        model-local function (which may be named Identity, Reshape or Mul and compute anything
+        else). Passes match ops through this, never by node.op alone."""
+        domain = node.domain or ""
+        if domain not in ("", "ai.onnx"):
+            return ""
+        if self.local_functions and ((domain, node.op) in self.local_functions
+                                     or ("" if domain else "ai.onnx", node.op) in self.local_functions):
+            return ""
+        return node.op
 
     def touched(self, node) -> None:
         """A pass changed node's op or attributes: forget what was cached about it."""
@@ -93,6 +106,14 @@ REGISTRY: dict = {}
 def register(cls):
     REGISTRY[cls.name] = cls
     return cls
+
+
+def remove_node(node) -> None:
+    """Take node out of the graph: no outputs, and no longer a consumer of its inputs (a removed
+    node that still read its inputs would show up among their consumers, without outputs). The
+    node itself is dropped from graph.nodes at the end of the run."""
+    node.outputs.clear()
+    node.inputs.clear()
 
 
 def replace_uses(graph, old, new) -> None:

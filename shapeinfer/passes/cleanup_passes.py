@@ -1,8 +1,9 @@
 """Cleanups that make room for the other rewrites.
 
-- ``dedupe``: small constants with the same type, shape and bytes become one; then nodes with
-  the same op, attributes and inputs (common subexpressions) become one -- never a
-  non-deterministic op, never a node with a subgraph.
+- ``dedupe``: small constants with the same type, shape and bytes become one; then ONNX nodes
+  with the same op, attributes and inputs (common subexpressions) become one -- never a
+  non-deterministic op, a node with a subgraph, or a call of a model-local function or of
+  another domain's op (either may draw random numbers inside).
 - ``remove-identity``: Identity, and Cast to the type its input already has, are bypassed.
 
 A node whose output is a graph output is kept (the output's name must stay).
@@ -14,7 +15,7 @@ import numpy as np
 import onnx_graphsurgeon as gs
 
 from ..fold.folder import NONDETERMINISTIC, constant_array
-from .base import Pass, PassResult, register, replace_uses
+from .base import Pass, PassResult, register, remove_node, replace_uses
 
 SMALL = 64  # elements: constants up to this size are compared by value
 
@@ -67,7 +68,8 @@ class DedupePass(Pass):
                     node.inputs[i] = keep
         seen: dict = {}
         for node in list(ctx.graph.nodes):
-            if not node.outputs or node.op in NONDETERMINISTIC:
+            # ONNX ops only: a model-local function or another domain's op may draw random numbers
+            if not node.outputs or not ctx.op(node) or ctx.op(node) in NONDETERMINISTIC:
                 continue
             attrs = attr_keys.get(id(node))
             if attrs is None:
@@ -86,7 +88,7 @@ class DedupePass(Pass):
                 continue
             for mine, theirs in zip(node.outputs, first.outputs):
                 replace_uses(ctx.graph, mine, theirs)
-            node.outputs.clear()
+            remove_node(node)
             result.change(node, f"same as {first.name or first.op}: merged")
         return result
 
@@ -101,9 +103,9 @@ class RemoveIdentityPass(Pass):
         for node in list(ctx.graph.nodes):
             if not node.outputs or not node.inputs or node.inputs[0].is_empty():
                 continue
-            if node.op == "Identity":
+            if ctx.op(node) == "Identity":
                 why = "Identity"
-            elif node.op == "Cast":
+            elif ctx.op(node) == "Cast":
                 fact = ctx.facts.fact(node.inputs[0].name)
                 dtype = fact.dtype if fact is not None else None
                 if isinstance(node.inputs[0], gs.Constant):
@@ -122,6 +124,6 @@ class RemoveIdentityPass(Pass):
             if out.name in ctx.graph_outputs:
                 continue
             replace_uses(ctx.graph, out, node.inputs[0])
-            node.outputs.clear()
+            remove_node(node)
             result.change(node, f"removed: {why}")
         return result

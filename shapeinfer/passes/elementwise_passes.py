@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from ..symbolic import BroadcastError, bcast
-from .base import Pass, PassResult, register, replace_uses
+from .base import Pass, PassResult, register, remove_node, replace_uses
 
 BROADCASTING = frozenset({
     "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Less", "LessOrEqual",
@@ -45,7 +45,7 @@ class ExpandIntoBroadcastPass(Pass):
     def run(self, ctx) -> PassResult:
         result = PassResult()
         for node in list(ctx.graph.nodes):
-            if node.op != "Expand" or not node.outputs or not node.inputs:
+            if ctx.op(node) != "Expand" or not node.outputs or not node.inputs:
                 continue
             out = node.outputs[0]
             if out.name in ctx.graph_outputs or not out.outputs:
@@ -53,7 +53,7 @@ class ExpandIntoBroadcastPass(Pass):
             src = node.inputs[0]
             ok, why = True, ""
             for user in out.outputs:
-                if user.op not in BROADCASTING or (user.domain or "") not in ("", "ai.onnx"):
+                if ctx.op(user) not in BROADCASTING or not user.outputs:
                     ok, why = False, f"it feeds {user.op}, which does not broadcast"
                     break
                 shapes = []
@@ -78,7 +78,7 @@ class ExpandIntoBroadcastPass(Pass):
                 result.decline(node, f"kept: {why}")
                 continue
             replace_uses(ctx.graph, out, src)
-            node.outputs.clear()
+            remove_node(node)
             result.change(node, "removed: its consumers broadcast to the same shape themselves")
         return result
 
@@ -91,16 +91,16 @@ class CancelReshapesPass(Pass):
     def run(self, ctx) -> PassResult:
         result = PassResult()
         for last in list(ctx.graph.nodes):
-            if last.op != "Reshape" or not last.outputs or not last.inputs:
+            if ctx.op(last) != "Reshape" or not last.outputs or not last.inputs:
                 continue
             mid_out = last.inputs[0]
             if len(mid_out.inputs) != 1 or len(mid_out.outputs) != 1:
                 continue
             mid = mid_out.inputs[0]
-            if mid.op not in UNARY or len(mid.outputs) != 1 or not mid.inputs:
+            if ctx.op(mid) not in UNARY or len(mid.outputs) != 1 or not mid.inputs:
                 continue
             first_out = mid.inputs[0]
-            if len(first_out.inputs) != 1 or first_out.inputs[0].op != "Reshape" or len(first_out.outputs) != 1:
+            if len(first_out.inputs) != 1 or ctx.op(first_out.inputs[0]) != "Reshape" or len(first_out.outputs) != 1:
                 continue
             first = first_out.inputs[0]
             x, out = first.inputs[0], last.outputs[0]
@@ -111,7 +111,7 @@ class CancelReshapesPass(Pass):
             extra = [t for t in mid.inputs[1:] if not t.is_empty()]
             if any(len(ctx.shape(t) or (0,)) > 0 and any(d != 1 for d in ctx.shape(t)) for t in extra):
                 continue  # a non-scalar second operand would broadcast differently
-            last.outputs.clear()
+            remove_node(last)
             mid.outputs.clear()
             mid.inputs[0] = x
             mid.outputs.append(out)
@@ -173,7 +173,7 @@ class NeutralElementsPass(Pass):
 
         result = PassResult()
         for node in list(ctx.graph.nodes):
-            if node.op not in ("Add", "Sub", "Mul", "Div") or len(node.inputs) != 2 or not node.outputs:
+            if ctx.op(node) not in ("Add", "Sub", "Mul", "Div") or len(node.inputs) != 2 or not node.outputs:
                 continue
             out = node.outputs[0]
             if out.name in ctx.graph_outputs:
@@ -195,7 +195,7 @@ class NeutralElementsPass(Pass):
                 if fx is None or fo is None or fx.dtype != fo.dtype:
                     continue
                 replace_uses(ctx.graph, out, x)
-                node.outputs.clear()
+                remove_node(node)
                 why = "adds +0.0 (only -0.0 inputs change: allowed by --ignore-signed-zero)" if kind == "signed-zero" else kind
                 result.change(node, f"removed: it {why}")
                 break

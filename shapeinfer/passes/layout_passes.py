@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
-from .base import Pass, PassResult, register, replace_uses
+from .base import Pass, PassResult, register, remove_node, replace_uses
 
 
 def _perm(ctx, node):
@@ -33,14 +33,14 @@ class MergeTransposesPass(Pass):
     def run(self, ctx) -> PassResult:
         result = PassResult()
         for node in list(ctx.graph.nodes):
-            if node.op != "Transpose" or not node.outputs or not node.inputs:
+            if ctx.op(node) != "Transpose" or not node.outputs or not node.inputs:
                 continue
             outer = _perm(ctx, node)
             if outer is None:
                 result.decline(node, "kept: its input rank is not known")
                 continue
             src, perm, merged = node.inputs[0], outer, None
-            if len(src.inputs) == 1 and src.inputs[0].op == "Transpose" and src.inputs[0].inputs:
+            if len(src.inputs) == 1 and ctx.op(src.inputs[0]) == "Transpose" and src.inputs[0].inputs:
                 inner_node = src.inputs[0]
                 inner = _perm(ctx, inner_node)
                 if inner is not None and len(inner) == len(outer):
@@ -49,7 +49,7 @@ class MergeTransposesPass(Pass):
             out = node.outputs[0]
             if perm == list(range(len(perm))) and out.name not in ctx.graph_outputs:
                 replace_uses(ctx.graph, out, src)
-                node.outputs.clear()
+                remove_node(node)
                 what = f"with {merged.name or 'Transpose'} gives the identity" if merged else "has the identity permutation"
                 result.change(node, f"removed: it {what}")
             elif merged is not None:
@@ -76,10 +76,10 @@ class FuseGemmPass(Pass):
             return result
         types = GEMM_TYPES
         for node in list(ctx.graph.nodes):
-            if node.op != "MatMul" or len(node.inputs) != 2 or len(node.outputs) != 1:
+            if ctx.op(node) != "MatMul" or len(node.inputs) != 2 or len(node.outputs) != 1:
                 continue
             prod = node.outputs[0]
-            if prod.name in ctx.graph_outputs or len(prod.outputs) != 1 or prod.outputs[0].op != "Add":
+            if prod.name in ctx.graph_outputs or len(prod.outputs) != 1 or ctx.op(prod.outputs[0]) != "Add":
                 continue
             add = prod.outputs[0]
             if len(add.inputs) != 2 or add.inputs[0] is add.inputs[1] or not add.outputs:
@@ -104,7 +104,7 @@ class FuseGemmPass(Pass):
             operands = [node.inputs[0], node.inputs[1], bias]
             add.inputs.clear()
             add.inputs.extend(operands)
-            node.outputs.clear()
+            remove_node(node)
             ctx.touched(add)
             result.change(node, f"fused with {add.name or 'Add'} into Gemm")
         return result

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 
 
-from .base import Pass, PassResult, register, replace_uses
+from .base import Pass, PassResult, register, remove_node, replace_uses
 from .reshape_passes import _const_input, _new_const
 
 
 def _axes(ctx, node, rank):
     """The reduced axes (normalised), None when they are not known."""
-    if ctx.opsets.get("", 0) >= 18 or (node.op == "ReduceSum" and ctx.opsets.get("", 0) >= 13):
+    if ctx.opsets.get("", 0) >= 18 or (ctx.op(node) == "ReduceSum" and ctx.opsets.get("", 0) >= 13):
         if len(node.inputs) > 1 and not node.inputs[1].is_empty():
             arr = _const_input(ctx, node, 1)
             if arr is None:
@@ -44,10 +44,10 @@ class ReduceBroadcastPass(Pass):
     def run(self, ctx) -> PassResult:
         result = PassResult()
         for node in list(ctx.graph.nodes):
-            if node.op not in ("ReduceMax", "ReduceMin") or not node.outputs or not node.inputs:
+            if ctx.op(node) not in ("ReduceMax", "ReduceMin") or not node.outputs or not node.inputs:
                 continue
             src = node.inputs[0]
-            if len(src.inputs) != 1 or src.inputs[0].op not in ("Expand", "Tile"):
+            if len(src.inputs) != 1 or ctx.op(src.inputs[0]) not in ("Expand", "Tile"):
                 continue
             copy = src.inputs[0]
             a, b = ctx.shape(copy.inputs[0]), ctx.shape(src)
@@ -72,7 +72,7 @@ class ReduceSizeOnePass(Pass):
     def run(self, ctx) -> PassResult:
         result = PassResult()
         for node in list(ctx.graph.nodes):
-            if node.op not in ("ReduceMax", "ReduceMin", "ReduceProd") or not node.outputs or not node.inputs:
+            if ctx.op(node) not in ("ReduceMax", "ReduceMin", "ReduceProd") or not node.outputs or not node.inputs:
                 continue
             shape = ctx.shape(node.inputs[0])
             if shape is None:
@@ -85,7 +85,7 @@ class ReduceSizeOnePass(Pass):
                 if out.name in ctx.graph_outputs:
                     continue
                 replace_uses(ctx.graph, out, node.inputs[0])
-                node.outputs.clear()
+                remove_node(node)
                 result.change(node, "removed: it reduces only size-1 axes and keeps them")
                 continue
             node.op = "Squeeze"

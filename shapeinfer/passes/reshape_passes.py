@@ -21,7 +21,7 @@ import numpy as np
 import onnx_graphsurgeon as gs
 
 from ..fold.folder import constant_array, constant_values
-from .base import Pass, PassResult, register, replace_uses
+from .base import Pass, PassResult, register, remove_node, replace_uses
 from .specs import expand_spec, reshape_spec, same_shape
 
 RESHAPE_LIKE = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -49,15 +49,15 @@ def _bypass(ctx, node, result, why, source=None):
         result.decline(node, f"{why}, but its output is a graph output")
         return
     replace_uses(ctx.graph, out, source if source is not None else node.inputs[0])
-    node.outputs.clear()
+    remove_node(node)
     result.change(node, f"removed: {why}")
 
 
-def _reshape_chain_sources(node):
+def _reshape_chain_sources(ctx, node):
     """node's input, then the inputs of the reshape-like ops before it (same data order)."""
     t = node.inputs[0]
     out = [t]
-    while len(t.inputs) == 1 and t.inputs[0].op in RESHAPE_LIKE and t.inputs[0].inputs:
+    while len(t.inputs) == 1 and ctx.op(t.inputs[0]) in RESHAPE_LIKE and t.inputs[0].inputs:
         t = t.inputs[0].inputs[0]
         out.append(t)
     return out
@@ -71,9 +71,9 @@ class RemoveNoopPass(Pass):
     def run(self, ctx) -> PassResult:
         result = PassResult()
         for node in list(ctx.graph.nodes):
-            if node.op not in ("Reshape", "Expand", "Tile") or not node.outputs or not node.inputs:
+            if ctx.op(node) not in ("Reshape", "Expand", "Tile") or not node.outputs or not node.inputs:
                 continue
-            if node.op == "Tile":
+            if ctx.op(node) == "Tile":
                 reps = _const_input(ctx, node, 1)
                 if reps is not None and reps.size and np.all(reps == 1):
                     _bypass(ctx, node, result, "all repeats are 1")
@@ -82,12 +82,12 @@ class RemoveNoopPass(Pass):
             if same_shape(a, b) and not any(ctx.is_unknown(d) for d in b):
                 _bypass(ctx, node, result, "the output shape equals the input shape")
         for node in list(ctx.graph.nodes):  # Reshape/Squeeze/Unsqueeze/Flatten undoing earlier ones
-            if node.op not in RESHAPE_LIKE or not node.outputs or not node.inputs:
+            if ctx.op(node) not in RESHAPE_LIKE or not node.outputs or not node.inputs:
                 continue
             b = ctx.shape(node.outputs[0])
             if b is None or any(ctx.is_unknown(d) for d in b):
                 continue
-            for depth, src in enumerate(_reshape_chain_sources(node)):
+            for depth, src in enumerate(_reshape_chain_sources(ctx, node)):
                 if same_shape(ctx.shape(src), b):
                     why = "the output shape equals the input shape" if depth == 0 else \
                         f"it undoes the {depth} reshape-like op(s) before it"
@@ -104,7 +104,7 @@ class ConstantShapesPass(Pass):
     def run(self, ctx) -> PassResult:
         result = PassResult()
         for node in list(ctx.graph.nodes):
-            if node.op not in ("Reshape", "Expand") or len(node.inputs) < 2 or not node.outputs:
+            if ctx.op(node) not in ("Reshape", "Expand") or len(node.inputs) < 2 or not node.outputs:
                 continue
             if isinstance(node.inputs[1], gs.Constant):
                 continue
@@ -112,7 +112,7 @@ class ConstantShapesPass(Pass):
             if a is None or b is None or any(ctx.is_unknown(d) for d in b):
                 result.decline(node, "its computed shape is kept: the output shape is not known in input dims")
                 continue
-            if node.op == "Reshape":
+            if ctx.op(node) == "Reshape":
                 spec, why = reshape_spec(a, b)
                 if spec is not None and node.attrs.get("allowzero", 0) and 0 in spec:
                     node.attrs["allowzero"] = 0  # the new shape is written for allowzero=0
@@ -135,15 +135,15 @@ class CollapseReshapesPass(Pass):
     def run(self, ctx) -> PassResult:
         result = PassResult()
         for node in list(ctx.graph.nodes):
-            if node.op not in RESHAPE_LIKE or not node.outputs or not node.inputs:
+            if ctx.op(node) not in RESHAPE_LIKE or not node.outputs or not node.inputs:
                 continue
             inner_out = node.inputs[0]
             if len(inner_out.inputs) != 1:
                 continue
             inner = inner_out.inputs[0]
-            if inner.op not in RESHAPE_LIKE or not inner.inputs:
+            if ctx.op(inner) not in RESHAPE_LIKE or not inner.inputs:
                 continue
-            if node.op != "Reshape" and (len(inner_out.outputs) != 1 or ctx.opsets.get("", 0) < 5):
+            if ctx.op(node) != "Reshape" and (len(inner_out.outputs) != 1 or ctx.opsets.get("", 0) < 5):
                 continue  # a Squeeze/Unsqueeze/Flatten becomes a Reshape only when that saves a node
             src = inner.inputs[0]
             a, b = ctx.shape(src), ctx.shape(node.outputs[0])
@@ -172,7 +172,7 @@ class TileToExpandPass(Pass):
     def run(self, ctx) -> PassResult:
         result = PassResult()
         for node in list(ctx.graph.nodes):
-            if node.op != "Tile" or not node.outputs or len(node.inputs) != 2:
+            if ctx.op(node) != "Tile" or not node.outputs or len(node.inputs) != 2:
                 continue
             if ctx.opsets.get("", 0) < 8:
                 result.decline(node, "kept: Expand needs opset 8")
@@ -215,7 +215,7 @@ def _uniform_value(ctx, t):
         if arr.dtype.kind == "f" and np.isnan(arr.reshape(-1)[0]):
             return None
         return arr.reshape(-1)[:1], None
-    if len(t.inputs) == 1 and t.inputs[0].op == "ConstantOfShape":
+    if len(t.inputs) == 1 and ctx.op(t.inputs[0]) == "ConstantOfShape":
         producer = t.inputs[0]
         value = producer.attrs.get("value")
         arr = constant_array(value) if isinstance(value, gs.Constant) else np.zeros(1, np.float32)
@@ -233,7 +233,7 @@ class TileUniformPass(Pass):
         if ctx.opsets.get("", 0) < 8:
             return result
         for node in list(ctx.graph.nodes):
-            if node.op != "Tile" or not node.outputs or len(node.inputs) != 2:
+            if ctx.op(node) != "Tile" or not node.outputs or len(node.inputs) != 2:
                 continue
             found = _uniform_value(ctx, node.inputs[0])
             if found is None:

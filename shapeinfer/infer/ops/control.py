@@ -32,9 +32,9 @@ def if_(ctx):
     flat = cond.known_elements() if cond is not None else None
     if flat is not None and len(flat) == 1 and isinstance(flat[0], bool):
         g = then_g if flat[0] else else_g
-        return eng.run_subgraph(g, ctx.scope, ctx.opsets, [], ctx.attr_scope)
-    t = eng.run_subgraph(then_g, ctx.scope, ctx.opsets, [], ctx.attr_scope)
-    e = eng.run_subgraph(else_g, ctx.scope, ctx.opsets, [], ctx.attr_scope)
+        return eng.run_subgraph(g, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+    t = eng.run_subgraph(then_g, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+    e = eng.run_subgraph(else_g, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
     return [_merge(ctx, x, y) for x, y in zip(t, e)]
 
 
@@ -75,14 +75,14 @@ def loop(ctx):
     iter_fact = Fact(dtype=TensorProto.INT64, shape=())
     cond_fact = Fact(dtype=TensorProto.BOOL, shape=())
     mark = eng.mint_mark()
-    outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + carried, ctx.attr_scope)
+    outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + carried, ctx.attr_scope, ctx.node)
     first = outs[1:1 + n_carried]
     m = ctx.input(0) if ctx.has_input(0) else None
     if not _same_shapes(carried, first) and _runs_at_least_once(ctx, m):
         # as for Scan: a state the first iteration reshapes (a broadcast that grows it) is
         # final after it when the next iteration leaves it as it is
         after = [Fact(dtype=f.dtype, shape=f.shape) if f is not None else None for f in first]
-        again = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + after, ctx.attr_scope)
+        again = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + after, ctx.attr_scope, ctx.node)
         results = [_fixpoint(ctx, a, b, mark) for a, b in zip(after, again[1:1 + n_carried])]
         per_iter = [x if x.shape == y.shape else Fact(dtype=x.dtype, shape=None if x.shape is None else
                     tuple(d if d == e else ctx.fresh("loop") for d, e in zip(x.shape, y.shape)))
@@ -132,7 +132,7 @@ def _scan_states(ctx, body, states, slices, first, seq_len, mark) -> list:
         return [_fixpoint(ctx, b, a, mark) for b, a in zip(states, first)]
     n = len(states)
     after = [Fact(dtype=f.dtype, shape=f.shape) if f is not None else None for f in first]
-    second = ctx.engine.run_subgraph(body, ctx.scope, ctx.opsets, after + slices, ctx.attr_scope)[:n]
+    second = ctx.engine.run_subgraph(body, ctx.scope, ctx.opsets, after + slices, ctx.attr_scope, ctx.node)[:n]
     return [_fixpoint(ctx, a, b, mark) for a, b in zip(after, second)]
 
 
@@ -159,7 +159,7 @@ def scan(ctx):
             seq_len = f.shape[ax]
         slices.append(Fact(dtype=f.dtype, shape=f.shape[:ax] + f.shape[ax + 1:]))
     mark = eng.mint_mark()
-    outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, states + slices, ctx.attr_scope)
+    outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, states + slices, ctx.attr_scope, ctx.node)
     results = _scan_states(ctx, body, states, slices, outs[:n_state], seq_len, mark)
     out_axes = list(ctx.attr("scan_output_axes") or [0] * (len(outs) - n_state))
     lead = seq_len if seq_len is not None else ctx.fresh("scan")
