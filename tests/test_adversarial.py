@@ -8,7 +8,7 @@ optimisations off); every optimised model's outputs bit for bit; no crash, no ha
 model called invalid. See tests/adversarial/runner.py for the rules and deviations.py for where
 the runtimes leave the spec.
 
-    python -m pytest tests/test_adversarial.py                       # the default run (~100 graphs)
+    python -m pytest tests/test_adversarial.py                       # the default run (250 graphs)
     SHAPEINFER_ADVERSARIAL=20000 python -m pytest tests/test_adversarial.py -s   # the long run
     SHAPEINFER_ADVERSARIAL_SEED=5000 ...                              # start elsewhere
     python -m tests.adversarial.harness 0:500 --shrink                # the same, from the shell
@@ -31,7 +31,7 @@ from tests.adversarial import harness, runner  # noqa: E402
 from tests.adversarial.gen import generate  # noqa: E402
 from tests.adversarial.runner import Judge, same_bits  # noqa: E402
 
-DEFAULT_GRAPHS = 100
+DEFAULT_GRAPHS = 250
 LONG = int(os.environ.get("SHAPEINFER_ADVERSARIAL", "0") or 0)
 FIRST_SEED = int(os.environ.get("SHAPEINFER_ADVERSARIAL_SEED", "0") or 0)
 
@@ -44,7 +44,7 @@ def _run(n, shrink_budget):
 
         shrunk = set()
         for f in total.failures:  # shrink the first failure of each class (bounded)
-            if f.cls not in shrunk and len(shrunk) < 6:
+            if f.cls not in shrunk and len(shrunk) < (8 if LONG else 4):
                 shrunk.add(f.cls)
                 f.shrunk = shrink_failure(f, budget=shrink_budget)
         harness.save_failures(total)
@@ -54,7 +54,7 @@ def _run(n, shrink_budget):
 def test_adversarial_graphs():
     """The default run (or the long one when SHAPEINFER_ADVERSARIAL is set)."""
     n = LONG or DEFAULT_GRAPHS
-    total = _run(n, shrink_budget=20.0 if not LONG else 60.0)
+    total = _run(n, shrink_budget=10.0 if not LONG else 60.0)
     text = harness.summary(total)
     print("\n" + text)
     assert total.built == n

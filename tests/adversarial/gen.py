@@ -39,6 +39,8 @@ TRICKY_NAMES = ["3", "a*b", "batch+1", "min(a,b)", "bcast(a,b)", "-1", "2*seq", 
 OPSETS = [(3, 1), (5, 2), (7, 2), (9, 3), (11, 6), (12, 4), (13, 10), (14, 6), (15, 6), (16, 3),
           (17, 8), (18, 10), (19, 5), (20, 4), (21, 6), (22, 2), (23, 4)]
 MAX_ELEMENTS = 300_000
+# element types the ordinary recipes work on (the odd ones stay in recipes.r_odd_dtypes)
+ORDINARY = frozenset({TP.FLOAT, TP.DOUBLE, TP.FLOAT16, TP.INT64, TP.INT32, TP.UINT8})
 FLOAT_SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, float("inf"), float("-inf"), float("nan"), 1e-45, 3.4e38, -7.25]
 SNAN32 = np.array([0x7F800001], dtype=np.uint32).view(np.float32)[0]
 NEG_QNAN32 = np.array([0xFFC00000], dtype=np.uint32).view(np.float32)[0]
@@ -269,7 +271,7 @@ class Builder:
                 return False
             if float_only and v.dtype not in (TP.FLOAT, TP.DOUBLE, TP.FLOAT16):
                 return False
-            return v.dtype != TP.BOOL
+            return v.dtype in ORDINARY
         return self.pick(ok)
 
     def shape_vec(self, length=None) -> Optional[V]:

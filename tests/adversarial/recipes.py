@@ -1602,3 +1602,74 @@ RECIPES.update({
     "dedupe_bait": (3, 7, r_dedupe_bait),
     "size_one_bait": (3, 8, r_size_one_bait),
 })
+
+
+# ----------------------------------------------------------------------------------- odd element types
+
+
+def _odd_types(opset):
+    import ml_dtypes
+
+    out = [(TP.STRING, None, 1), (TP.INT8, np.int8, 1), (TP.UINT16, np.uint16, 1), (TP.UINT64, np.uint64, 1),
+           (TP.BOOL, bool, 1), (TP.FLOAT16, np.float16, 1), (TP.DOUBLE, np.float64, 1),
+           (TP.BFLOAT16, ml_dtypes.bfloat16, 13), (TP.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn, 19),
+           (TP.FLOAT8E4M3FNUZ, ml_dtypes.float8_e4m3fnuz, 19), (TP.FLOAT8E5M2, ml_dtypes.float8_e5m2, 19),
+           (TP.FLOAT8E5M2FNUZ, ml_dtypes.float8_e5m2fnuz, 19), (TP.INT4, ml_dtypes.int4, 21),
+           (TP.UINT4, ml_dtypes.uint4, 21), (TP.FLOAT4E2M1, ml_dtypes.float4_e2m1fn, 23)]
+    return [t for t in out if opset >= t[2]]
+
+
+def r_odd_dtypes(b: Builder):
+    """Data movement of constants of every element type Reshape takes (bfloat16, the float8s,
+    int4/uint4, float4e2m1, string...): folding must keep the bits (NaN encodings, -0, packing)."""
+    r = b.rng
+    if b.opset < 9:
+        raise SkipRecipe()
+    tp, npt, _ = r.choice(_odd_types(b.opset))
+    n = r.choice([2, 4, 6])
+    if tp == TP.STRING:
+        arr = np.array([r.choice(["", "a", "nan", "-0", "ü", "a b"]) for _ in range(n)], dtype=object)
+    elif tp in (TP.INT4, TP.UINT4):
+        lo = -8 if tp == TP.INT4 else 0
+        arr = np.array([r.randint(lo, lo + 15) for _ in range(n)], dtype=np.int32).astype(npt)
+    elif tp == TP.BOOL:
+        arr = np.array([r.random() < 0.5 for _ in range(n)])
+    elif tp in (TP.INT8, TP.UINT16, TP.UINT64):
+        info = np.iinfo(npt)
+        arr = np.array([r.choice([0, 1, int(info.max), int(info.min), 7]) for _ in range(n)], dtype=object).astype(npt)
+    else:
+        arr = np.array([r.choice([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, 448.0, 1e-3]) for _ in range(n)],
+                       dtype=np.float32).astype(npt)
+    shape = r.choice([(n,), (2, n // 2), (1, n), (n // 2, 1, 2)])
+    c = b.const(arr.reshape(shape), dtype=tp, how="init")
+    y = c
+    for _ in range(r.choice([1, 2, 3])):
+        rank = y.rank()
+        u = r.random()
+        if u < 0.3:
+            y = emit_reshape(b, y, b.i64(r.choice([[-1], [1, -1], [-1, 1], [0, -1]])))
+        elif u < 0.45 and rank >= 2:
+            perm = list(range(rank))
+            r.shuffle(perm)
+            y = b.emit1("Transpose", [y], lambda k, ins, p=perm: spec.transpose({"perm": p}, ins), attrs={"perm": perm})
+        elif u < 0.6 and b.opset >= 8:
+            y = emit_expand(b, y, b.i64([2] + [1] * rank))
+        elif u < 0.7 and b.opset >= 6 and rank:
+            y = emit_tile(b, y, b.i64([r.choice([1, 2])] * rank))
+        elif u < 0.8 and rank:
+            y = b.emit1("Concat", [y, y], lambda k, ins: spec.concat({"axis": 0}, ins), attrs={"axis": 0})
+        elif u < 0.9 and rank:
+            y = b.gather(y, b.i64([r.choice([0, -1])] if b.opset >= 11 else [0]), axis=0, tags=())
+        else:
+            y = b.emit1("Identity", [y], lambda k, ins: spec.identity({}, ins))
+    if tp not in (TP.STRING,) and r.random() < 0.6:
+        b.cast(y, TP.FLOAT, tags=())
+    # the same type from data: Cast of a float input, moved, cast back
+    x = b.data(float_only=True)
+    if x is not None and tp not in (TP.STRING, TP.BOOL) and r.random() < 0.5 and b.opset >= 13:
+        t = b.cast(x, tp, tags=())
+        t = emit_reshape(b, t, b.i64([-1]))
+        b.cast(t, TP.FLOAT, tags=())
+
+
+RECIPES.update({"odd_dtypes": (2, 9, r_odd_dtypes)})
