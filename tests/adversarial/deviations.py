@@ -50,6 +50,10 @@ KNOWN = {
         "onnxruntime, ReduceSum/ReduceProd on int64: computed through double -- ReduceSum([2**53+1]) is 2**53, "
         "ReduceSum([-(2**63-1)]) is INT64_MIN, a sum past INT64_MAX saturates; the spec is exact (wrapping) "
         "integer arithmetic. Values only.",
+    "ort-int64-max-min-wrong":
+        "onnxruntime, Max/Min on int64 (opsets 12-18 at least): wrong for some values at or above 2**31 -- "
+        "Max(0, 2**31) is 0, Min(0, 2**31) is 2**31, Max(1, 2**31) broadcast is 1 (Max(0, 2**32+5) is right); "
+        "the spec is the element-wise maximum. Values only.",
     "ort-nonzero-scalar":
         "onnxruntime, NonZero of a scalar: output shape (1, nnz); the spec (and onnx.reference) give "
         "(0, nnz) -- rank(X) rows.",
@@ -83,6 +87,11 @@ KNOWN = {
     "ref-split-uneven":
         "onnx.reference, Split (before 18, or 18 without num_outputs) into equal parts of an axis they do not "
         "divide: runs (NumPy's array_split); the spec (and onnxruntime) refuse it.",
+    "ref-loop-scan-outputs-concatenated":
+        "onnx.reference, Loop scan outputs: the per-iteration values are np.vstack-ed -- concatenated along "
+        "axis 0 -- so a per-iteration [2,1] over 3 iterations gives [6,1]; onnx's own Loop shape inference and "
+        "onnxruntime stack them along a new axis ([3,2,1]). Loop scan outputs are not compared under "
+        "onnx.reference.",
     "onnx-checker-initializer-input-as-constant":
         "onnx.checker (full_check) infers shapes from the stored value of an initializer that is also a graph "
         "input, so a declared shape that holds for the fed value is refused; not a runtime difference, the "
@@ -269,6 +278,14 @@ def value_deviation(node, opset, ins, outs, engine) -> str:
     x = np.asarray(ins[0])
     if node.op_type == "Pow" and x.dtype.kind in "iu":
         return "ort-int-pow-through-double"
+    if node.op_type in ("Max", "Min") and x.dtype.kind in "iu" and outs and outs[0] is not None \
+            and all(i is not None for i in ins):
+        fn = np.maximum if node.op_type == "Max" else np.minimum
+        exact = ins[0]
+        for other in ins[1:]:
+            exact = fn(exact, other)
+        if not np.array_equal(np.asarray(exact), np.asarray(outs[0])):
+            return "ort-int64-max-min-wrong"
     if node.op_type in ("ReduceSum", "ReduceProd", "ReduceSumSquare", "ReduceMean") and x.dtype == np.int64 \
             and outs and outs[0] is not None:
         big = [abs(int(v)) for v in x.reshape(-1).tolist()] + [abs(int(v)) for v in np.asarray(outs[0]).reshape(-1).tolist()]
@@ -285,6 +302,13 @@ def _reduces_empty_set(node, opset, x) -> bool:
     if a.get("noop_with_empty_axes", 0):
         return False
     return True  # an empty input: every output element reduces an empty set, or there is no output element
+
+
+def loop_scan_outputs(node) -> list:
+    if node.op_type != "Loop" or node.domain not in ("", "ai.onnx"):
+        return []
+    n_state = len(node.input) - 2
+    return [o for o in node.output[n_state:] if o]
 
 
 def zero_trip_loop(node, ins) -> bool:
