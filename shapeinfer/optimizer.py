@@ -19,7 +19,7 @@ from .api import infer, load_model
 from .checker import validate_structure
 from .fold.folder import DEFAULT_BUDGET_BYTES
 from .passes import REGISTRY
-from .passes.base import PassContext
+from .passes.base import PassContext, replace_uses
 
 DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", "constant-shapes",
                   "collapse-reshapes", "tile-to-expand", "tile-uniform", "reduce-broadcast", "reduce-size-one",
@@ -131,6 +131,7 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
               ignore_signed_zero=False, fold_float_math=False):
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
     graph = gs.import_onnx(src)
+    overridable = _keep_overridable_inputs(gs, graph, src)
     graph_outputs = {t.name for t in graph.outputs}
     # One inference serves every round: no pass changes the shape or value of a tensor that
     # stays in the graph (folding keeps values, bypasses read an equal tensor), and the
@@ -161,6 +162,8 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
     if progress:
         progress("exporting")
     current = _copy_model_meta(src, gs.export_onnx(graph, do_type_check=False))
+    if overridable:  # their defaults, as the model had them
+        current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
     if assume_nonempty:
         report.assumptions.append("no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)")
     if ignore_signed_zero:
@@ -172,6 +175,32 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
     report.after = model_stats(current)
     report.seconds = time.perf_counter() - t0
     return current
+
+
+def _keep_overridable_inputs(gs, graph, src) -> set:
+    """An initializer that is also a graph input is a default the caller may override (older
+    exports list every initializer as an input): onnx-graphsurgeon imports it as a constant and
+    drops the input. Make it an input again -- a Variable, so no pass folds or rewrites with its
+    value -- and return the names, whose initializers are written back after export."""
+    init = {t.name for t in src.graph.initializer}
+    names = [vi.name for vi in src.graph.input if vi.name in init]
+    if not names:
+        return set()
+    tensors = graph.tensors()
+    variables = {}
+    for name in names:
+        t = tensors.get(name)
+        if isinstance(t, gs.Constant):
+            var = gs.Variable(name, dtype=t.dtype, shape=list(t.shape))
+            replace_uses(graph, t, var)
+            t.name = f"{name} (default)"  # unreferenced now; never exported
+            variables[name] = var
+        elif t is not None:
+            variables[name] = t
+    by_name = {t.name: t for t in graph.inputs}
+    graph.inputs = [variables.get(vi.name) or by_name[vi.name] for vi in src.graph.input
+                    if vi.name in variables or vi.name in by_name]
+    return set(variables)
 
 
 def remove_dead_nodes(graph) -> None:

@@ -552,3 +552,27 @@ def test_resolve_destination_kinds(tmp_path):
         resolve_destination(tmp_path / "no" / "such.onnx")
     with pytest.raises(OutputError, match="directory"):
         resolve_destination(tmp_path)
+
+
+def test_the_readme_ci_recipe_on_a_folder_of_models_with_external_weights(tmp_path, monkeypatch, capsys):
+    """`shapeinfer check exported/*.onnx --format junit -o shapeinfer-report.xml`, run from the
+    repository root (not the models' folder), on exported models with external weights -- and
+    on models shapeinfer wrote into another folder."""
+    import glob
+    import xml.etree.ElementTree as ET
+
+    exported = tmp_path / "repo" / "exported"
+    exported.parent.mkdir()
+    _external_model(exported)
+    assert main(["optimize", str(exported / "m.onnx"), "-o", str(exported / "opt" / "o.onnx")]) == 2  # no folder yet
+    (exported / "opt").mkdir()
+    assert main(["optimize", str(exported / "m.onnx"), "-o", str(exported / "opt" / "o.onnx")]) == 0
+    assert main(["infer", str(exported / "m.onnx"), "-o", str(exported / "annotated.onnx")]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path / "repo")
+    models = sorted(glob.glob("exported/*.onnx")) + sorted(glob.glob("exported/opt/*.onnx"))
+    assert len(models) == 3
+    code = main(["check", *models, "--format", "junit", "-o", "shapeinfer-report.xml"])
+    assert code == 0, capsys.readouterr()
+    root = ET.parse("shapeinfer-report.xml").getroot()
+    assert len(root.findall(".//testcase")) == 3 and not root.findall(".//failure")

@@ -2,7 +2,10 @@
 
 - ``reduce-broadcast``: ReduceMax/ReduceMin reading an Expand or Tile reads the Expand's or
   Tile's input instead, when every axis it does not reduce keeps its size through the
-  Expand/Tile: along the reduced axes the copies hold no new values, so max and min are the same.
+  Expand/Tile, and every reduced axis is empty exactly when the input's is (the same dim, or one
+  provably at least 1): along the reduced axes the copies hold no new values, so max and min are
+  the same. (Expand of [A,1] to [A,0], or Tile by 0, empties an axis: the reduction of nothing
+  is the op's identity, -inf for ReduceMax, where the input would give its values.)
 - ``reduce-size-one``: ReduceMax/ReduceMin/ReduceProd over axes that are all provably of size 1
   keep the element itself: removed with ``keepdims=1``, a Squeeze with ``keepdims=0``.
   (Sum and Mean are left alone: adding to 0 turns -0.0 into +0.0.)
@@ -10,9 +13,7 @@
 
 from __future__ import annotations
 
-
-
-
+from ..symbolic import provably_positive
 from .base import Pass, PassResult, register, remove_node, replace_uses
 from .reshape_passes import _const_input, _new_const
 
@@ -58,6 +59,9 @@ class ReduceBroadcastPass(Pass):
                 continue
             if any(a[i] != b[i] for i in range(len(b)) if i not in axes):
                 result.decline(node, f"reads {copy.op} {copy.name}, which changes a dim it does not reduce")
+                continue
+            if any(a[i] != b[i] and not (isinstance(b[i], int) and b[i] >= 1 or provably_positive(b[i])) for i in axes):
+                result.decline(node, f"reads {copy.op} {copy.name}, whose copies may empty a reduced axis")
                 continue
             node.inputs[0] = copy.inputs[0]
             result.change(node, f"reads the input of {copy.op} {copy.name or ''} (the copies add no values)")

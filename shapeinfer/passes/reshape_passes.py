@@ -202,6 +202,12 @@ class TileToExpandPass(Pass):
         return result
 
 
+def _same_bits(arr) -> bool:
+    """Every element of arr has the bits of the first (a NaN repeated bit for bit counts)."""
+    rows = np.ascontiguousarray(arr).reshape(arr.size, -1).view(np.uint8)
+    return bool(np.all(rows == rows[:1]))
+
+
 def _uniform_value(ctx, t):
     """(scalar array, shape tensor or None) when every element of t is the same value:
     a constant whose elements are all equal, or a ConstantOfShape (then its shape input)."""
@@ -210,10 +216,8 @@ def _uniform_value(ctx, t):
             arr = constant_array(t)
         except Exception:
             return None
-        if arr.size == 0 or arr.dtype == object or not np.all(arr == arr.reshape(-1)[0]):
-            return None
-        if arr.dtype.kind == "f" and np.isnan(arr.reshape(-1)[0]):
-            return None
+        if arr.size == 0 or arr.dtype == object or not _same_bits(arr):
+            return None  # 0.0 and -0.0 compare equal but are not the same element
         return arr.reshape(-1)[:1], None
     if len(t.inputs) == 1 and ctx.op(t.inputs[0]) == "ConstantOfShape":
         producer = t.inputs[0]
