@@ -92,6 +92,9 @@ KNOWN = {
         "axis 0 -- so a per-iteration [2,1] over 3 iterations gives [6,1]; onnx's own Loop shape inference and "
         "onnxruntime stack them along a new axis ([3,2,1]). Loop scan outputs are not compared under "
         "onnx.reference.",
+    "ref-global-pool-rank3":
+        "onnx.reference, GlobalMaxPool/GlobalAveragePool of a rank-3 input [N,C,D]: a rank-2 output [N,C]; "
+        "the spec (and onnxruntime) keep the spatial axis as 1: [N,C,1].",
     "onnx-checker-initializer-input-as-constant":
         "onnx.checker (full_check) infers shapes from the stored value of an initializer that is also a graph "
         "input, so a declared shape that holds for the fed value is refused; not a runtime difference, the "
@@ -172,6 +175,9 @@ def spec_shapes(node, opset, ins):
             res = spec.transpose(a, pairs)
         elif op == "Size":
             res = spec.size_op(a, pairs)
+        elif op in ("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool") and pairs[0] is not None:
+            sh = pairs[0][0]
+            res = [(tuple(sh[:2]) + (1,) * (len(sh) - 2), None)]
         elif op == "Split":
             res = spec.split(a, pairs, opset, len(node.output))
         elif op == "NonZero" and ins[0] is not None:
@@ -222,6 +228,8 @@ def classify(node, opset, ins, outs, spec_out, engine) -> str:
             return "ref-pool-window-larger-than-input"
         if op == "Split" and spec_out == "invalid":
             return "ref-split-uneven"
+        if op in ("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool") and len(np.shape(ins[0])) == 3:
+            return "ref-global-pool-rank3"
         if op == "Slice" and opset >= 10 and len(ins) > 4 and ins[4] is not None:
             starts, steps = np.asarray(ins[1]).reshape(-1), np.asarray(ins[4]).reshape(-1)
             axes = np.asarray(ins[3]).reshape(-1) if ins[3] is not None else np.arange(len(starts))
