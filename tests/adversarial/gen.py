@@ -118,6 +118,7 @@ class Builder:
         self.int_pow = False
         self.crash_checks: list = []  # (tensor, axis): a binding where that axis is 0 is not run
         self.bad: set = set()  # bindings where some node fails by the spec
+        self.marked = self.rng.random() < 0.1  # marked as written by shapeinfer: dims in printed syntax
         # symbols and bindings
         nsym = r.choice([1, 1, 2, 2, 3])
         names = []
@@ -427,7 +428,10 @@ class Builder:
     def reduce_vec(self, op, v: V, keepdims=1) -> V:
         attrs = {"keepdims": keepdims}
         if (op == "ReduceSum" and self.opset >= 13) or self.opset >= 18:
-            ins = [v] + ([self.i64([0])] if self.rng.random() < 0.5 else [])
+            with_axes = self.rng.random() < 0.5
+            if not with_axes and self.rng.random() < 0.3:
+                attrs["noop_with_empty_axes"] = 1  # no reduction, but SumSquare still squares
+            ins = [v] + ([self.i64([0])] if with_axes else [])
             return self.emit1(op, ins, lambda b, ins_: spec.reduce_op(op, attrs, ins_, True), attrs=attrs, tags={"shape"})
         if self.rng.random() < 0.5:
             attrs["axes"] = [0]
@@ -469,7 +473,7 @@ class Builder:
             opsets.append(helper.make_opsetid(r.choice(["ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training"]), 1))
         model = helper.make_model(graph, opset_imports=opsets, ir_version=ir, functions=list(self.functions.values()))
         props = {}
-        if r.random() < 0.1:  # the marker of models shapeinfer wrote: declared dims become claims
+        if self.marked:  # the marker of models shapeinfer wrote: declared dims become claims
             props["shapeinfer.dim_syntax"] = "expressions-1"
         if r.random() < 0.3:
             model.producer_name = "shapeinfer-adversarial"
@@ -481,7 +485,9 @@ class Builder:
 
     def declared_shape(self, v: V):
         """A declared shape built from the inputs' symbols where the spec model sees one symbol's
-        size at every binding (else None: no dim_param), or a static size."""
+        size at every binding (else None: no dim_param), or a static size. In a model marked as
+        written by shapeinfer, a dim that is a*sym+c at every binding is declared in the printed
+        syntax ("2*N+1"), and now and then off by one (a claim check must catch, never believe)."""
         if v.rank() is None or not v.known():
             return None
         out = []
@@ -491,8 +497,33 @@ class Builder:
                 out.append(sizes[0])
                 continue
             match = [n for n in self.symbols if [bd[n] for bd in self.bindings] == sizes]
-            out.append(match[0] if match else (f"out_dim_{i}" if self.rng.random() < 0.5 else None))
+            if match and not (self.marked and self.rng.random() < 0.5):
+                out.append(match[0])
+                continue
+            expr = self.linear_claim(sizes) if self.marked else None
+            out.append(expr or (f"out_dim_{i}" if self.rng.random() < 0.5 else None))
         return out
+
+    def linear_claim(self, sizes):
+        for n in self.symbols:
+            if not n.isidentifier():
+                continue
+            xs = [bd[n] for bd in self.bindings]
+            pairs = {(x, y) for x, y in zip(xs, sizes)}
+            if len({x for x, _ in pairs}) < 2 or len(pairs) != len({x for x, _ in pairs}):
+                continue
+            (x0, y0), (x1, y1) = sorted(pairs)[:2]
+            if (y1 - y0) % (x1 - x0):
+                continue
+            a = (y1 - y0) // (x1 - x0)
+            c = y0 - a * x0
+            if a == 0 or any(y != a * x + c for x, y in pairs):
+                continue
+            if self.rng.random() < 0.2:
+                c += 1  # a wrong claim
+            text = n if a == 1 else f"{a}*{n}"
+            return text if c == 0 else f"{text}{c:+d}"
+        return None
 
 
 class SkipRecipe(Exception):

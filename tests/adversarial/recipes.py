@@ -567,7 +567,7 @@ def r_reduce_shape(b: Builder):
     r = b.rng
     x = _need(b.data(min_rank=1))
     s = b.shape_of(x)
-    op = r.choice(["ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin"])
+    op = r.choice(["ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1"])
     v = b.reduce_vec(op, s, keepdims=r.choice([0, 1]))
     if v.rank() == 0:
         v = b.unsqueeze0(v)

@@ -580,15 +580,25 @@ class Judge:
                 return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in vi.type.tensor_type.shape.dim]
         return None
 
-    @staticmethod
-    def declared_matches(declared, real, binding) -> bool:
+    def declared_matches(self, declared, real, binding) -> bool:
+        """The declaration holds for these runtime sizes (a name not bound is free; in a model
+        marked as written by shapeinfer, an expression in its printed syntax is evaluated)."""
         if len(declared) != len(real):
             return False
+        marked = any(p.key == "shapeinfer.dim_syntax" for p in self.model.metadata_props)
         for d, n in zip(declared, real):
             if isinstance(d, int) and d != n:
                 return False
             if isinstance(d, str) and d in binding and binding[d] != n:
                 return False
+            if isinstance(d, str) and d not in binding and marked:
+                from shapeinfer.symbolic import ParseError, parse
+
+                try:
+                    if int(evaluate(parse(d), binding)) != n:
+                        return False
+                except (ParseError, EvaluationError, ValueError, TypeError):
+                    pass
         return True
 
     def check_annotated(self, ann, ran, taints):

@@ -350,14 +350,25 @@ def reduce_op(op, attrs, ins, axes_from_input):
     keepdims = attrs.get("keepdims", 1)
     if not axes:
         if attrs.get("noop_with_empty_axes", 0) and axes_from_input:
-            return [(s, v)]
+            # no reduction; the element-wise part of the op still applies
+            if v is None or op in ("ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceMean"):
+                return [(s, v)]
+            if op == "ReduceSumSquare":
+                return [(s, _wrap(v.astype(object) * v.astype(object), v.dtype))]
+            if op == "ReduceL1":
+                return [(s, _wrap(np.abs(v.astype(object)), v.dtype))]
+            return [(s, None)]
         axes = list(range(rank))
     axes = sorted({norm_axis(a, rank) for a in axes})
     out = [1 if i in axes else d for i, d in enumerate(s)] if keepdims else [d for i, d in enumerate(s) if i not in axes]
     val = None
     if v is not None and v.dtype.kind in "iu":
         fn = {"ReduceSum": np.sum, "ReduceProd": np.prod, "ReduceMax": np.max, "ReduceMin": np.min}.get(op)
-        if fn is not None and (op in ("ReduceSum", "ReduceProd") or all(s[a] > 0 for a in axes)):
+        if op == "ReduceSumSquare":
+            v, fn = _wrap(v.astype(object) * v.astype(object), v.dtype), np.sum
+        elif op == "ReduceL1":
+            v, fn = _wrap(np.abs(v.astype(object)), v.dtype), np.sum
+        if fn is not None and (op in ("ReduceSum", "ReduceProd", "ReduceSumSquare", "ReduceL1") or all(s[a] > 0 for a in axes)):
             big = fn(v.astype(object), axis=tuple(axes), keepdims=bool(keepdims)) if axes else v.astype(object)
             if op in ("ReduceSum", "ReduceProd") and not isinstance(big, np.ndarray):
                 big = np.array(big, dtype=object)
