@@ -54,6 +54,10 @@ KNOWN = {
         "onnxruntime, Max/Min on int64 (opsets 12-18 at least): wrong for some values at or above 2**31 -- "
         "Max(0, 2**31) is 0, Min(0, 2**31) is 2**31, Max(1, 2**31) broadcast is 1 (Max(0, 2**32+5) is right); "
         "the spec is the element-wise maximum. Values only.",
+    "ort-gather-string-rows":
+        "onnxruntime, Gather of a string tensor whose gathered slices hold more than one element: only the "
+        "first element of each slice is copied, the rest come back empty (Gather([[\"a\",\"b\"],...], [0]) is "
+        "[[\"a\",\"\"]]); Identity and the other data movement keep them. Values only.",
     "ort-nonzero-scalar":
         "onnxruntime, NonZero of a scalar: output shape (1, nnz); the spec (and onnx.reference) give "
         "(0, nnz) -- rank(X) rows.",
@@ -286,6 +290,15 @@ def value_deviation(node, opset, ins, outs, engine) -> str:
     x = np.asarray(ins[0])
     if node.op_type == "Pow" and x.dtype.kind in "iu":
         return "ort-int-pow-through-double"
+    if node.op_type == "Gather" and x.dtype == object and outs and outs[0] is not None and len(ins) > 1 and ins[1] is not None:
+        a = _attrs(node)
+        axis = a.get("axis", 0)
+        try:
+            want = np.take(x, np.asarray(ins[1]).astype(np.int64), axis=axis)
+        except (IndexError, ValueError):
+            return ""
+        if want.shape == np.shape(outs[0]) and want.tolist() != np.asarray(outs[0]).tolist():
+            return "ort-gather-string-rows"
     if node.op_type in ("Max", "Min") and x.dtype.kind in "iu" and outs and outs[0] is not None \
             and all(i is not None for i in ins):
         fn = np.maximum if node.op_type == "Max" else np.minimum

@@ -1673,3 +1673,63 @@ def r_odd_dtypes(b: Builder):
 
 
 RECIPES.update({"odd_dtypes": (2, 9, r_odd_dtypes)})
+
+
+def dim_formula(b: Builder, x: V) -> V:
+    """A 1-D [1] int64 value computed from dims with arithmetic that can go negative: d - e,
+    -d, d / -2 (truncating), d % -3, (d - 5) / 2..."""
+    r = b.rng
+    src = b.data(min_rank=1) or x
+    v = b.dim_vec(src, r.randrange(src.rank()))
+    for _ in range(r.choice([1, 2, 3])):
+        u = r.random()
+        if u < 0.25:
+            other = b.data(min_rank=1) or src
+            v = b.binop("Sub", v, b.dim_vec(other, r.randrange(other.rank())))
+        elif u < 0.4:
+            v = b.binop(r.choice(["Add", "Sub"]), v, b.i64([r.choice([1, 2, 3, 5, 7])]))
+        elif u < 0.55:
+            v = b.emit1("Neg", [v], lambda k, ins: spec.unary_int("Neg", {}, ins), tags={"shape"})
+        elif u < 0.75 and b.opset >= 7:
+            v = b.binop("Div", v, b.i64([r.choice([2, 3, -2, -3, 4])]))
+        elif u < 0.9 and b.opset >= 10:
+            v = b.binop("Mod", v, b.i64([r.choice([2, 3, -2, -3])]), attrs={"fmod": r.choice([0, 1])})
+        else:
+            v = b.binop("Mul", v, b.i64([r.choice([2, -1, 3])]))
+    return v
+
+
+def r_computed_slice(b: Builder):
+    """Slice whose bounds are dim formulas that can be negative or past the end: every value is
+    valid, and the output size is the spec's clamping of the formula (steps of both signs)."""
+    r = b.rng
+    if b.opset < 10:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=1, max_rank=3))
+    rank = x.rank()
+    axis = r.randrange(rank)
+    start = dim_formula(b, x) if r.random() < 0.7 else b.i64([r.choice([0, -1, 1, INT64_MAX, INT64_MIN])])
+    end = dim_formula(b, x) if r.random() < 0.7 else b.i64([r.choice([0, -1, INT64_MAX, INT64_MIN, -INT64_MAX])])
+    step = r.choice([1, 1, -1, -1, 2, -2, 3])
+    axes = b.i64([axis - rank if r.random() < 0.4 else axis])
+    y = b.slice(x, start, end, axes=axes, steps=b.i64([step]) if step != 1 or r.random() < 0.3 else None, tags=())
+    if r.random() < 0.4:
+        consume_shape_value(b, b.shape_of(y))
+    return y
+
+
+def r_computed_pad(b: Builder):
+    """Pad with pads computed from dim formulas (negative pads crop)."""
+    r = b.rng
+    if b.opset < 11:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=1, max_rank=3))
+    rank = x.rank()
+    parts = [dim_formula(b, x) if r.random() < 0.4 else b.i64([r.choice([0, 1, -1])]) for _ in range(2 * rank)]
+    return b.emit1("Pad", [x, b.concat(parts)], lambda k, ins: spec.pad_op({}, ins, b.opset))
+
+
+RECIPES.update({
+    "computed_slice": (5, 10, r_computed_slice),
+    "computed_pad": (2, 11, r_computed_pad),
+})
