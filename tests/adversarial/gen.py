@@ -304,11 +304,16 @@ class Builder:
                     sizes_per_b[b].append(k)
             else:
                 h = self.hidden_symbol()
-                dims.append(None)
+                # an unnamed dim; now and then written dim_value -1, as some exporters do (onnx's
+                # checker and onnxruntime take it for a dynamic dim)
+                dims.append(None if r.random() < 0.85 else "#minus1")
                 for b in range(self.nb):
                     sizes_per_b[b].append(self.bindings[b][h])
         name = self.fresh("x")
-        vi = helper.make_tensor_value_info(name, dtype, dims)
+        vi = helper.make_tensor_value_info(name, dtype, [None if d == "#minus1" else d for d in dims])
+        for d, dp in zip(dims, vi.type.tensor_type.shape.dim):
+            if d == "#minus1":
+                dp.dim_value = -1
         if r.random() < 0.1:
             vi.doc_string = "an input; its dims are " + ",".join(str(d) for d in dims)
         self.inputs.append(vi)
