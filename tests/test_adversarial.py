@@ -169,7 +169,7 @@ def test_judge_catches_a_foreign_exception(monkeypatch):
 
 def test_isolation_reports_a_dead_child():
     out = harness.isolated(_die, (), seconds=20, seed=-1)
-    assert [f.cls for f in out.failures] == ["crash"]
+    assert [f.cls for f in out.failures] == ["process-died"]
     out = harness.isolated(_sleep, (), seconds=2, seed=-1)
     assert [f.cls for f in out.failures] == ["hang"]
 

@@ -99,7 +99,7 @@ def isolated(fn, args, seconds=GRAPH_SECONDS, seed=None, model_bytes=b"") -> Out
     p.join()
     if result is None:
         out = Outcome(seed=seed, built=1)
-        cls = "runtime-crash" if phase.startswith(("runtime", "optimized")) else "crash"
+        cls = "runtime-crash" if phase.startswith(("runtime", "optimized")) else "process-died"
         out.failures.append(Failure(cls, f"the process died (exit code {p.exitcode}) in phase {phase!r}", model_bytes, seed))
         return out
     kind, payload = result

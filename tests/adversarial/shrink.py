@@ -81,17 +81,14 @@ def _drop_unused_inputs(model, init_names_fed) -> onnx.ModelProto:
     return m
 
 
-def _types(model) -> dict:
-    """Element types of the main graph's tensors, from onnx's inference where it works."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001
-        inferred = model
-    out = {}
-    for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
-        if vi.type.HasField("tensor_type"):
+def _types(model, known=None) -> dict:
+    """Element types of the main graph's tensors: the generator's (``known``) and the declared
+    ones. (Not onnx's shape inference: its C++ aborts the process on some of these models.)"""
+    out = dict(known or {})
+    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
             out[vi.name] = vi.type.tensor_type.elem_type
-    for t in inferred.graph.initializer:
+    for t in model.graph.initializer:
         out[t.name] = t.data_type
     return out
 
@@ -129,6 +126,7 @@ def shrink_failure(f: Failure, bindings=None, feeds=None, symbols=None, budget=6
         return None
     case = generate(f.seed)
     bindings, feeds, symbols = case.bindings, case.feeds, case.symbols
+    known_types = {name: v.dtype for name, v in case.vals.items()}
     if f.binding is not None:  # only the binding that failed
         keep = [b for b in range(len(bindings)) if {k: v for k, v in bindings[b].items() if not k.startswith("#")} == f.binding]
         feeds = [fd if b in keep else None for b, fd in enumerate(feeds)]
@@ -191,7 +189,7 @@ def shrink_failure(f: Failure, bindings=None, feeds=None, symbols=None, budget=6
     changed = True
     while changed and time.monotonic() - t0 < budget:
         changed = False
-        types = _types(model)
+        types = _types(model, known_types)
         for k in reversed(range(len(model.graph.node))):
             if k >= len(model.graph.node):
                 continue
@@ -200,7 +198,7 @@ def shrink_failure(f: Failure, bindings=None, feeds=None, symbols=None, budget=6
                 if fails(cand):
                     model = cand
                     changed = True
-                    types = _types(model)
+                    types = _types(model, known_types)
                     break
     # 4. unused inputs, value_info, metadata
     for simplify in (lambda m: _drop_unused_inputs(m, ()), _strip_meta):
