@@ -306,7 +306,8 @@ class Builder:
                 h = self.hidden_symbol()
                 # an unnamed dim; now and then written dim_value -1, as some exporters do (onnx's
                 # checker and onnxruntime take it for a dynamic dim)
-                dims.append(None if r.random() < 0.85 else "#minus1")
+                minus1 = r.random() >= 0.85 and "minus1_dims" not in os.environ.get("SHAPEINFER_ADVERSARIAL_EXCLUDE", "")
+                dims.append("#minus1" if minus1 else None)
                 for b in range(self.nb):
                     sizes_per_b[b].append(self.bindings[b][h])
         name = self.fresh("x")
