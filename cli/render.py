@@ -90,6 +90,10 @@ def render_optimize(report, model_path: str, output: str, explain: bool, verdict
         out.append("")
         out.append("kept Reshape/Expand/Tile")
         out.extend(f"  {n} ({op}): {why}" for n, op, why in report.kept) if report.kept else out.append("  (none left)")
+        if report.not_folded:
+            out.append("")
+            out.append("nodes not folded")
+            out.extend(f"  {n} ({op}): {why.removeprefix('not folded: ')}" for n, op, why in report.not_folded)
     for a in report.assumptions:
         out.append(f"assumption: {a}")
     if verdict is not None:

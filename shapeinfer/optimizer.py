@@ -36,6 +36,7 @@ class OptimizeReport:
     changes: dict = field(default_factory=dict)  # pass name -> [what]
     kept: list = field(default_factory=list)  # (node, op, reason) for Reshape/Expand/Tile left
     declined: list = field(default_factory=list)  # (node, op, reason): every decline of the last round
+    not_folded: list = field(default_factory=list)  # (node, op, reason): constant nodes left, and why
     rounds: int = 0
     seconds: float = 0.0
     assumptions: list = field(default_factory=list)
@@ -44,6 +45,7 @@ class OptimizeReport:
         return {
             "before": self.before, "after": self.after, "changes": self.changes,
             "kept": [{"node": n, "op": o, "reason": r} for n, o, r in self.kept],
+            "not_folded": [{"node": n, "op": o, "reason": r} for n, o, r in self.not_folded],
             "rounds": self.rounds, "seconds": round(self.seconds, 3), "assumptions": self.assumptions,
         }
 
@@ -144,11 +146,11 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
                       fold_budget=fold_budget, graph_outputs=graph_outputs,
                       ignore_signed_zero=ignore_signed_zero, fold_float_math=fold_float_math,
                       local_functions=frozenset((f.domain, f.name) for f in src.functions))
-    declined = []
+    declined, not_folded = [], []
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no
         changed = 0
-        declined = []
+        declined, not_folded = [], []
         for k, p in enumerate(selected, 1):
             if progress:
                 progress(f"round {round_no}, pass {k}/{len(selected)}: {p.name}")
@@ -156,6 +158,8 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
             changed += res.changed
             report.changes.setdefault(p.name, []).extend(res.changes)
             declined.extend(res.declined)
+            if p.name == "fold-constants":
+                not_folded = list(res.declined)
         if not changed:
             break
     remove_dead_nodes(graph)
@@ -171,6 +175,8 @@ def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_round
     if fold_float_math:
         report.assumptions.append("folded float math may differ from a runtime's in the last bits (--fold-float-math)")
     report.declined = declined
+    live = {n.name or "<unnamed>" for n in current.graph.node}
+    report.not_folded = [d for d in not_folded if d[0] in live]
     report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")])
     report.after = model_stats(current)
     report.seconds = time.perf_counter() - t0

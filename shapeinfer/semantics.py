@@ -14,10 +14,14 @@ spec differs from Python or NumPy; they live here once:
 - **Integer casts** wrap: the value is reduced modulo ``2**bits`` and read in two's complement
   for signed types (``200`` as int8 is ``-56``); bool is ``value != 0``.
 - **Integer Div** truncates toward zero (C), it does not floor.
+- **Cast from float to an integer** truncates toward zero; a NaN, an infinity or a value whose
+  truncation is out of the target's range is undefined (runtimes give different integers:
+  x86 gives INT_MIN, NumPy warns): :func:`float_to_int` gives None there, never a value.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from onnx import TensorProto
@@ -82,6 +86,18 @@ def wrap_int(value: int, dtype: int) -> int:
         return value
     span = hi - lo + 1
     return (value - lo) % span + lo
+
+
+def float_to_int(value: float, dtype: int) -> Optional[int]:
+    """A float cast to the integer type dtype (bool: ``value != 0``), or None where the spec
+    leaves it undefined (NaN, infinity, out of range once truncated)."""
+    if dtype == TensorProto.BOOL:
+        return int(value != 0)
+    if math.isnan(value) or math.isinf(value):
+        return None
+    t = math.trunc(value)
+    lo, hi = INT_RANGES[dtype]
+    return t if lo <= t <= hi else None
 
 
 def trunc_div(a: int, b: int) -> int:

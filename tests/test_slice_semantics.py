@@ -167,3 +167,30 @@ def test_reshape_to_a_negative_step_slice_of_its_shape():
         got = ort.InferenceSession(opt.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
         assert want.shape == got.shape == (a, b)
     assert not [f for f in shapeinfer.check(m).findings if f.code == "declared-shape"]
+
+
+@pytest.mark.parametrize("offset", [-1, 0, 1, 2])
+@pytest.mark.parametrize("end", [2**63 - 1, -(2**63), 0, -1, 5])
+@pytest.mark.parametrize("step", [1, -1, 2, -2])
+def test_a_computed_start_of_minus_dim_plus_or_minus_k(offset, end, step):
+    """start = -(S + offset) computed from Shape(x) on an axis of size S: -(S+1) lies below -S
+    for every S (clamped to 0 either way), -S is 0 after adding S, -(S-1) is 1."""
+    m = onnx.parser.parse_model(f"""
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[S] x) => (float y) <int64[1] k = {{{offset}}}, int64[1] e = {{{end}}}, int64[1] a = {{0}},
+                                 int64[1] st = {{{step}}}> {{
+      s = Shape(x)
+      t = Add(s, k)
+      b = Neg(t)
+      y = Slice(x, b, e, a, st)
+    }}
+    """)
+    result = shapeinfer.infer(m)
+    (dim,) = result.shape("y")
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for size in range(5):
+        (y,) = sess.run(None, {"x": np.arange(size, dtype=np.float32)})
+        if not result.is_unknown_dim(dim):
+            assert evaluate(dim, {"S": size}) == y.shape[0], (offset, end, step, size, str(dim))
+    if step > 0 or end not in RUNTIME_SPECIAL_ENDS:
+        assert offset == -1 or not result.is_unknown_dim(dim), str(dim)  # exact wherever the sign is known

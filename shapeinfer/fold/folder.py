@@ -1,26 +1,65 @@
-"""Folding one node whose inputs are all constants: NumPy kernels first, else onnx.reference.
+"""Folding one node whose inputs are all constants -- only where the result is exactly defined.
+
+The folded model must compute what the original did, bit for bit, on any runtime. So by
+default a node is computed only by the exact kernels (``kernels.py``: data movement for every
+element type; ``arith.py``: integer, boolean and correctly rounded float ops; ``casts.py``:
+Cast where every bit is fixed by the spec), and each of them declines the inputs whose result
+the spec leaves open or runtimes compute differently, saying why. Every other op --
+transcendental functions, float reductions, float MatMul/Gemm, float Range, anything without
+an exact kernel -- is folded only under the opt-in ``fold_float_math``, by ``onnx.reference``
+(its last bits may differ from a runtime's). The reference evaluator is never used in the
+default mode. Non-deterministic ops are never folded. The value kernels are held to the op's
+type constraints at the model's opset (Round takes bfloat16 from opset 22 only); the data
+movement kernels fold any element type (the bits land where the op puts them).
 
 Values keep their exact element type: constants are read with ``onnx.numpy_helper`` (through
 the TensorProto onnx-graphsurgeon keeps for them, so bfloat16/float8/int4 stay what they are)
-and written back the same way. Non-deterministic ops are never folded, and nothing is folded
-whose output would be much larger than its inputs (the budget).
+and written back the same way. Nothing is folded whose output would be much larger than its
+inputs (the budget).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .kernels import KERNELS, FoldError, NotFoldable
+from . import arith, casts  # noqa: F401  (their kernels register in KERNELS)
+from .kernels import KERNELS, MOVEMENT_OPS, FoldError, Inexact, NotFoldable
 
 NONDETERMINISTIC = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
 )
 # Ops whose folding changes nothing useful or whose outputs are not plain tensors.
 NEVER_FOLD = frozenset({"SequenceConstruct", "SequenceEmpty", "Optional"})
+
+# Float math without an exact kernel: named as such in the decline reason (every op without
+# an exact kernel is folded only with fold_float_math, these and the rest alike).
+FLOAT_MATH = frozenset({
+    "Exp", "Log", "Tanh", "Sigmoid", "HardSigmoid", "Erf", "Pow", "Softmax", "LogSoftmax", "Softplus",
+    "Softsign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+    "Elu", "Selu", "Celu", "Gelu", "LeakyRelu", "PRelu", "ThresholdedRelu", "HardSwish", "Mish", "Swish",
+    "ReduceMean", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "Gemm", "Einsum", "Conv", "ConvTranspose",
+    "LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
+    "RMSNormalization", "MeanVarianceNormalization", "LpNormalization", "AveragePool", "LpPool",
+    "GlobalAveragePool", "GlobalLpPool", "Resize", "Upsample", "Mean", "Sum", "Det", "DFT", "STFT",
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Attention", "RotaryEmbedding",
+})
+CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
+
+
+def not_exact_reason(op: str, domain: str) -> str:
+    """Why an op without an exact kernel is not folded by default (without the option's name)."""
+    if domain not in (None, "", "ai.onnx"):
+        return f"{domain} ops are not folded exactly (only onnx.reference computes them)"
+    if op in FLOAT_MATH:
+        return f"{op} is not exactly defined across runtimes"
+    if op in CONTROL_FLOW:
+        return f"{op}'s body would be computed by onnx.reference, not exactly"
+    return f"{op} has no exact kernel (onnx.reference's result may differ from a runtime's)"
 
 DEFAULT_BUDGET_BYTES = 16 * 1024
 
@@ -98,21 +137,82 @@ def outer_variables(node) -> list:
     return list(found.values())
 
 
-def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int) -> Optional[list]:
-    """Output arrays of node for constant inputs, or None when it cannot (or must not) be folded.
-
-    Raises FoldError when the inputs break the op's rule, NotFoldable when the result is not the
-    same on every runtime."""
-    if node.op in NONDETERMINISTIC or node.op in NEVER_FOLD:
+@functools.lru_cache(maxsize=None)
+def _schema(op: str, version: int):
+    try:
+        return onnx.defs.get_schema(op, version, "")
+    except Exception:
         return None
-    fn = KERNELS.get(node.op) if node.domain in (None, "", "ai.onnx") else None
-    if fn is not None:
+
+
+def _type_str(arr: np.ndarray) -> str:
+    if arr.dtype == object:
+        return "tensor(string)"
+    return f"tensor({onnx.TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(arr.dtype)).lower()})"
+
+
+def type_error(op: str, inputs: list, version: int) -> str:
+    """Why the inputs' element types break op's type constraints at this opset, or ''.
+    (A kernel computes any type it can; the model must not fold what it may not run:
+    Round takes bfloat16 only from opset 22, ReduceSum int8 not at all.)"""
+    schema = _schema(op, version)
+    if schema is None or not schema.inputs:
+        return ""
+    allowed = {tc.type_param_str: set(tc.allowed_type_strs) for tc in schema.type_constraints}
+    formal = schema.inputs
+    bound: dict = {}
+    for i, arr in enumerate(inputs):
+        if arr is None:
+            continue
+        if i >= len(formal) and formal[-1].option != onnx.defs.OpSchema.FormalParameterOption.Variadic:
+            return ""  # too many inputs: the kernel says so
+        param = formal[min(i, len(formal) - 1)]
         try:
-            return fn(_attrs(node), inputs, version)
+            t = _type_str(arr)
+        except Exception:
+            return f"{op} input {param.name} has an element type onnx does not know"
+        ts = param.type_str
+        if t not in allowed.get(ts, {ts}):
+            return f"{op} at opset {version} does not take {t[7:-1]} (input {param.name})"
+        if ts in allowed and param.is_homogeneous and bound.setdefault(ts, t) != t:
+            return f"{op}'s inputs of type {ts} differ: {bound[ts][7:-1]} and {t[7:-1]}"
+    return ""
+
+
+def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,
+              fold_float_math: bool = False) -> Optional[list]:
+    """Output arrays of node for constant inputs, or None when it cannot be folded.
+
+    Raises FoldError when the inputs break the op's rule, NotFoldable when the result is not
+    defined for them or not the same on every runtime -- its subclass Inexact when the
+    difference is float math that ``fold_float_math`` accepts (then nothing is raised: the
+    NumPy kernel or onnx.reference computes it)."""
+    if node.op in NONDETERMINISTIC:
+        raise NotFoldable(f"{node.op} is non-deterministic")
+    if node.op in NEVER_FOLD:
+        return None
+    default_domain = node.domain in (None, "", "ai.onnx")
+    if default_domain and node.op not in MOVEMENT_OPS:
+        why = type_error(node.op, inputs, version)
+        if why:
+            raise NotFoldable(why)
+    fn = KERNELS.get(node.op) if default_domain else None
+    if fn is not None:
+        attrs = _attrs(node)
+        attrs["_num_outputs"] = len(node.outputs)
+        try:
+            with np.errstate(all="ignore"):  # the kernels test the cases that matter themselves
+                return fn(attrs, inputs, version)
+        except Inexact:
+            if not fold_float_math:
+                raise
         except (FoldError, NotFoldable):
             raise
-        except Exception:
-            pass  # an attribute form the kernel does not read: let the reference evaluator try
+        except Exception as e:  # an attribute form the kernel does not read
+            if not fold_float_math:
+                raise NotFoldable(f"{node.op} in this form is not folded ({type(e).__name__}: {str(e)[:100]})") from None
+    elif not fold_float_math:
+        raise Inexact(not_exact_reason(node.op, node.domain))
     return _fold_with_reference(node, inputs, opsets, ir_version)
 
 

@@ -2,12 +2,17 @@
 
 Cases:
 1. a node whose inputs are all constants (and whose subgraphs read only constants) is computed
-   -- NumPy kernels for the data-movement and shape ops, onnx.reference for the rest -- and its
-   outputs become constants, unless an output would exceed the size budget (larger than its
-   inputs together and than ``fold_budget`` bytes) or the op is non-deterministic;
+   and its outputs become constants -- only where the result is exactly defined (data
+   movement, integer and boolean ops, comparisons, correctly rounded float ops, exact casts:
+   see ``shapeinfer.fold``); float math that runtimes compute differently in the last bits
+   (transcendental functions, float reductions and MatMul, ...) only with
+   ``ctx.fold_float_math``. Not folded either: an output that would exceed the size budget
+   (larger than its inputs together and than ``fold_budget`` bytes), a non-deterministic op.
+   Each refusal is reported with its reason (``optimize --explain``);
 2. a tensor inference knows the full integer value of (``Shape`` of a tensor whose shape is
    static, ``Gather`` of such a shape, arithmetic on them...) becomes a constant, whatever its
-   producer's inputs are.
+   producer's inputs are -- except a Cast from a float whose value is not provably in range
+   (out of range, the spec leaves the integer undefined).
 """
 
 from __future__ import annotations
@@ -16,9 +21,35 @@ import numpy as np
 import onnx_graphsurgeon as gs
 from onnx import helper, numpy_helper
 
+from ..fold.casts import cast_array
 from ..fold.folder import constant_array, constant_values, fold_node, outer_variables, within_budget
 from ..fold.kernels import FoldError, NotFoldable
-from .base import Pass, PassResult, register
+from .base import Pass, PassResult, register, remove_node
+
+
+def _cast_of_float_is_exact(ctx, node) -> bool:
+    """False for a Cast/CastLike of a float tensor unless its known value casts exactly (in
+    range: out of range the integer is undefined, whatever inference computed)."""
+    if node.op not in ("Cast", "CastLike") or not node.inputs:
+        return True
+    src = ctx.facts.fact(node.inputs[0].name)
+    if src is None or not src.dtype:
+        return False
+    try:
+        np_src = np.dtype(helper.tensor_dtype_to_np_dtype(src.dtype))
+    except Exception:
+        return False
+    if np_src.kind in "biu" or np_src == np.dtype(object):
+        return True
+    value = src.value
+    if value is None or value.dtype == object:
+        return False
+    out = ctx.facts.fact(node.outputs[0].name)
+    try:
+        cast_array(np.asarray(value).astype(np_src), np.dtype(helper.tensor_dtype_to_np_dtype(out.dtype)))
+    except Exception:
+        return False
+    return True
 
 
 def _known_int_value(ctx, tensor):
@@ -169,14 +200,16 @@ class ConstantFoldingPass(Pass):
             if not node.outputs:
                 continue
             inputs = [None if t.is_empty() else t for t in node.inputs]
-            if all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
+            if not ctx.op(node) and (node.domain or "") in ("", "ai.onnx"):
+                result.decline(node, "not folded: a call of the model-local function " + node.op)
+            elif all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
                 if self._fold(ctx, node, inputs, result):
                     continue
             known = [_known_int_value(ctx, t) for t in node.outputs]
-            if known and all(k is not None for k in known):
+            if known and all(k is not None for k in known) and _cast_of_float_is_exact(ctx, node):
                 for t, arr in zip(node.outputs, known):
                     t.to_constant(constant_values(arr, t.name))
-                node.outputs.clear()
+                remove_node(node)
                 result.change(node, "its output value is known from inference: a constant now")
 
         return result
@@ -196,7 +229,7 @@ class ConstantFoldingPass(Pass):
             result.decline(node, f"not folded: {why}")
             return True
         try:
-            outs = fold_node(node, arrays, version, ctx.opsets, ctx.ir_version)
+            outs = fold_node(node, arrays, version, ctx.opsets, ctx.ir_version, ctx.fold_float_math)
         except FoldError as e:
             result.decline(node, f"not folded: {e}")
             return True  # the inputs break the op's rule: inference reports it, nothing to do here
@@ -208,6 +241,19 @@ class ConstantFoldingPass(Pass):
         if not within_budget(outs, arrays, ctx.fold_budget, node.op):
             result.decline(node, "not folded: the output would be larger than its inputs and the budget")
             return True
+        outs = [np.asarray(a) for a in outs]
+        for t, arr in zip(node.outputs, outs):
+            expected = None if t.is_empty() else ctx.facts.fact(t.name)
+            if expected is None or not expected.dtype:
+                continue
+            try:
+                want = np.dtype(helper.tensor_dtype_to_np_dtype(expected.dtype))
+            except Exception:
+                continue
+            if arr.dtype != want and arr.dtype != object:
+                if not ctx.fold_float_math:  # an exact kernel gives the right type: never convert
+                    result.decline(node, f"not folded: computed {arr.dtype}, the output is {want}")
+                    return True
         for t, arr in zip(node.outputs, outs):
             if t.is_empty():
                 continue
@@ -218,9 +264,9 @@ class ConstantFoldingPass(Pass):
                 except Exception:
                     want = None
                 if want is not None and arr.dtype != want and arr.dtype != object:
-                    arr = arr.astype(want)
+                    arr = arr.astype(want)  # onnx.reference's type (fold_float_math only)
             t.to_constant(constant_values(np.asarray(arr), t.name))
-        node.outputs.clear()
+        remove_node(node)
         if node.op != "Constant":
             result.change(node, "folded to a constant")
         else:

@@ -5,15 +5,21 @@
   ``axes`` attribute says which dims they are for, and ``keep_aspect_ratio_policy`` other than
   ``stretch`` scales all of them by one factor (only handled for static dims).
 
-A scale gives ``floor(D * scale)``. That is kept symbolic only for scales whose float value is
-a small dyadic fraction (2.0, 0.5, 1.25, ...), where the run time's floating-point product is
-exact; any other scale of a symbolic dim gives an unknown dim.
+A scale gives ``floor(D * scale)`` -- the exact product in the spec text; onnxruntime multiplies
+in float32 (the dim converted to float32, times the float32 scale, rounded), which can land on the
+other side of an integer (29 * 0.10344827f: 3, where the exact product floors to 2). A static dim
+gets the value only where both agree, else it is unknown. A symbolic dim is kept only for scales
+whose float value is a small dyadic fraction (2.0, 0.5, 1.25, ...), where the float32 product is
+exact for every dim below 2**24 (larger dims lose bits in float32 already); any other scale of a
+symbolic dim gives an unknown dim. The same holds for keep_aspect_ratio_policy's rounding.
 """
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
+
+import numpy as np
 
 from ...symbolic import floordiv, mul
 from ..facts import Fact
@@ -23,11 +29,34 @@ from ._util import normalize_axis, value_entries
 
 def _scaled(ctx, D, scale):
     if isinstance(D, int):
-        return int(math.floor(D * float(scale)))
-    f = Fraction(float(scale))
+        s32 = np.float32(scale)
+        runtime = math.floor(float(np.float32(np.float32(D) * s32)))
+        exact = math.floor(Fraction(float(s32)) * D)
+        return runtime if runtime == exact else ctx.fresh()
+    f = Fraction(float(np.float32(scale)))
     if f.denominator > 1024 or abs(f.numerator) > 1 << 20 or f < 0:
         return ctx.fresh()
     return floordiv(mul(D, f.numerator), f.denominator) if f.denominator != 1 else mul(D, f.numerator)
+
+
+def _aspect_kept(ctx, dims, sizes, policy) -> list:
+    """Output dims under keep_aspect_ratio_policy: one scale for every axis, the smallest
+    (not_larger) or largest (not_smaller) size/dim ratio, and round(scale * dim). Exact in the
+    spec text; onnxruntime takes the ratios and the products in float32 -- a dim where the two
+    round apart is unknown."""
+    if any(d == 0 for d in dims):
+        return [ctx.fresh() for _ in dims]
+    with np.errstate(all="ignore"):
+        ratios32 = [np.float32(s) / np.float32(d) for s, d in zip(sizes, dims)]
+    exact_ratios = [Fraction(s, d) for s, d in zip(sizes, dims)]
+    pick = min if policy == "not_larger" else max
+    s32, exact = pick(ratios32), pick(exact_ratios)
+    out = []
+    for d in dims:
+        runtime = math.floor(float(np.float32(s32 * np.float32(d))) + 0.5)
+        want = math.floor(exact * d + Fraction(1, 2))
+        out.append(runtime if runtime == want else ctx.fresh())
+    return out
 
 
 def _float_entries(fact):
@@ -48,10 +77,8 @@ def _resize(ctx, data, scales, sizes, axes=None, policy="stretch"):
         if policy != "stretch":
             if not all(isinstance(data.shape[a], int) for a in axes) or not all(isinstance(s, int) for s in sizes):
                 return [Fact(dtype=data.dtype, shape=tuple(ctx.fresh() if i in axes else d for i, d in enumerate(out)))]
-            ratios = [s / data.shape[a] for s, a in zip(sizes, axes)]
-            scale = min(ratios) if policy == "not_larger" else max(ratios)
-            for a in axes:
-                out[a] = int(math.floor(data.shape[a] * scale + 0.5))
+            for a, d in zip(axes, _aspect_kept(ctx, [data.shape[a] for a in axes], sizes, policy)):
+                out[a] = d
             return [Fact(dtype=data.dtype, shape=tuple(out))]
         for a, s in zip(axes, sizes):
             out[a] = s if s is not None else ctx.fresh()

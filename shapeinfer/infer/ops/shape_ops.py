@@ -27,7 +27,7 @@ from ...symbolic import (
     sub,
 )
 from ...errors import ODD_INPUT_ERRORS
-from ...semantics import INT_RANGES, as_python_slice, slice_range, slice_runtimes_differ
+from ...semantics import INT_RANGES, as_python_slice, float_to_int, slice_range, slice_runtimes_differ
 from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, obj_array, value_from_numpy
 from ..registry import rule
 from ._util import dims_value, fit_integer_value, int_entries, normalize_axis, prod, value_entries, zero_implies_zero
@@ -207,10 +207,18 @@ def slice_len(d, s, e, k: int):
 
     last_index = sub(d, 1)
 
+    def negative(x) -> Optional[int]:
+        """-1 if x < 0, 1 if x >= 0, for every binding; -1 also where x is 0 only when d is 0
+        (-seq on a dim of size seq): both readings give the same clamp there. None: unknown."""
+        sign = _sign(x)
+        if sign is None and bounds(x)[1] <= 0 and zero_implies_zero(neg(x), d):
+            return -1
+        return sign
+
     def clamp_start(x):  # to [0, d-1]; at d == 0 that is -1 and the slice is empty
         if isinstance(x, int) and x >= _HUGE:
             return last_index
-        sign = _sign(x)
+        sign = negative(x)
         if sign is None:
             return None
         return dmin(dmax(add(d, x), 0), last_index) if sign < 0 else dmin(x, last_index)
@@ -220,7 +228,7 @@ def slice_len(d, s, e, k: int):
             return -1
         if isinstance(x, int) and x >= _HUGE:
             return last_index
-        sign = _sign(x)
+        sign = negative(x)
         if sign is None:
             return None
         return dmin(dmax(add(d, x), -1), last_index) if sign < 0 else dmin(x, last_index)
@@ -358,12 +366,10 @@ def _cast_value(value, src: int, dst: int):
     if src in FLOAT_TYPES and dst == bool_t:
         return obj_array((bool(x) for x in (value != 0).reshape(-1)), value.shape)  # NaN is True
     if src in FLOAT_TYPES and dst in INT_TYPES:
-        lo, hi = INT_RANGES[dst]
-        with np.errstate(all="ignore"):
-            whole = np.trunc(value.astype(np.float64))
-        if not np.all(np.isfinite(whole)) or (whole.size and (whole.min() < lo or whole.max() > hi)):
-            return None  # out of range: undefined by the spec
-        return value_from_numpy(np.array([int(x) for x in whole.reshape(-1)], dtype=object).reshape(value.shape), dst)
+        ints = [float_to_int(float(x), dst) for x in value.reshape(-1)]
+        if any(i is None for i in ints):
+            return None  # NaN, infinity or out of range: undefined by the spec
+        return obj_array(ints, value.shape)
     if src in FLOAT_TYPES and dst in FLOAT_TYPES:
         return value.astype(helper.tensor_dtype_to_np_dtype(dst))
     return None
