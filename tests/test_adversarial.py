@@ -199,3 +199,21 @@ def test_spec_deviation_is_tainted_not_blamed():
         out = _judge(onnx.parser.parse_model(text))
     assert out.deviations["ort-reduce-empty-negative-axis-ignored"] >= 1
     assert not [f for f in out.failures if f.cls in ("wrong-dim", "wrong-rank")], [f.message for f in out.failures]
+
+
+# --------------------------------------------------------------------------- the classes found
+
+from tests.adversarial.repros import REPROS, judge_repro  # noqa: E402
+
+
+def _repro_child(name, progress=None):
+    return judge_repro(name, progress)
+
+
+@pytest.mark.parametrize("name", sorted(REPROS))
+def test_found_class_stays_fixed(name):
+    """The minimal model of each failure class the generator found, judged like a generated
+    graph (in a child process: one of them made check abort)."""
+    out = harness.isolated(_repro_child, (name,), seconds=120)
+    assert out.bindings_run > 0 or out.failures, "the model ran nowhere: nothing was judged"
+    assert not out.failures, "\n\n".join(f.report() for f in out.failures[:3])
