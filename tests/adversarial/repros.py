@@ -33,7 +33,7 @@ g (float[3, C] x) => (float[?] a, float[?, ?] r) {
     # optimize on IR version 3: a folded constant becomes an initializer that is not a graph input
     # (every initializer must be one before IR 4): onnx.checker refuses the output
     "ir3_initializers_not_inputs": '''
-<ir_version: 3, opset_import: ["" : 7]>
+<ir_version: 3, opset_import: ["" : 8]>
 g (float[2, 4] x, float[N] z) => (float[?, ?] y) {
     sh = Shape(x)
     y = Expand(z, sh)
