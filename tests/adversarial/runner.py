@@ -59,12 +59,12 @@ def time_limit(seconds: float):
 class Failure:
     cls: str
     message: str
-    model: bytes = b""
+    model: bytes = field(default=b"", repr=False)
     seed: Optional[int] = None
     tensor: str = ""
     binding: Optional[dict] = None
     variant: str = ""
-    shrunk: Optional[bytes] = None
+    shrunk: Optional[bytes] = field(default=None, repr=False)
 
     def key(self):
         return (self.cls, self.tensor)
