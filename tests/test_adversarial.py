@@ -203,7 +203,7 @@ def test_spec_deviation_is_tainted_not_blamed():
 
 # --------------------------------------------------------------------------- the classes found
 
-from tests.adversarial.repros import REPROS, judge_repro  # noqa: E402
+from tests.adversarial.repros import NEVER_RUNS, REPROS, judge_repro  # noqa: E402
 
 
 def _repro_child(name, progress=None):
@@ -215,5 +215,5 @@ def test_found_class_stays_fixed(name):
     """The minimal model of each failure class the generator found, judged like a generated
     graph (in a child process: one of them made check abort)."""
     out = harness.isolated(_repro_child, (name,), seconds=120)
-    assert out.bindings_run > 0 or out.failures, "the model ran nowhere: nothing was judged"
+    assert out.bindings_run > 0 or out.failures or name in NEVER_RUNS, "the model ran nowhere: nothing was judged"
     assert not out.failures, "\n\n".join(f.report() for f in out.failures[:3])

@@ -499,6 +499,9 @@ class Builder:
         out = []
         for i in range(v.rank()):
             sizes = [s[i] for s in v.shapes]
+            if any(not 0 <= x <= INT64_MAX for x in sizes):
+                out.append(None)  # past int64 (a size the runtime never makes)
+                continue
             if len(set(sizes)) == 1:
                 out.append(sizes[0])
                 continue

@@ -1733,3 +1733,68 @@ RECIPES.update({
     "computed_slice": (5, 10, r_computed_slice),
     "computed_pad": (2, 11, r_computed_pad),
 })
+
+
+def r_huge_empty(b: Builder):
+    """Tensors with a 0 dim and huge others ([0, 2**40], [2**62, 0]): zero elements, valid at run
+    time, and a trap for element counts and overflow checks."""
+    r = b.rng
+    if b.opset < 9:
+        raise SkipRecipe()
+    huge = r.choice([2**31, 2**40, 2**62, INT64_MAX])
+    zero_src = b.data(min_rank=1)
+    if zero_src is not None and r.random() < 0.5:
+        # a dim that is 0 at some bindings, times a huge constant
+        z = b.dim_vec(zero_src, r.randrange(zero_src.rank()))
+        ok = [v is not None and v.size == 1 and int(v.reshape(-1)[0]) == 0 for v in z.values]
+        if not any(ok):
+            z = b.i64([0])
+    else:
+        z = b.i64([0])
+    dims = [z, b.i64([huge])] if r.random() < 0.5 else [b.i64([huge]), z]
+    shape = b.concat(dims)
+    u = r.random()
+    if u < 0.4:
+        y = const_of_shape(b, shape)
+    elif u < 0.8 and b.opset >= 8:
+        y = emit_expand(b, b.const(np.array([1.5], np.float32)), shape)
+    else:
+        y = emit_tile(b, b.const(np.ones((1, 1), np.float32)), shape)
+    for k in range(b.nb):  # sizes past any budget where the dim is not 0: those bindings are not run
+        if y.shapes[k] is not None and spec.numel(y.shapes[k]) > 0:
+            y.tags.add("unbounded")
+    if r.random() < 0.5:
+        consume_shape_value(b, b.shape_of(y))
+    return y
+
+
+def r_loop_early_exit(b: Builder):
+    """Loop whose condition stops it before the trip count: the state grows by Concat per
+    iteration actually run (min(M, K+1)), not per M."""
+    r = b.rng
+    if b.opset < 11:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=1, max_rank=3, float_only=True))
+    m = b.dim_scalar(x, r.randrange(x.rank())) if r.random() < 0.6 else b.const(np.array(r.choice([0, 1, 3, 5]), np.int64))
+    kk = r.choice([0, 1, 2])
+    it, cin, sin, cout, sout = b.fresh("it"), b.fresh("cond_in"), b.fresh("s_in"), b.fresh("cond_out"), b.fresh("s_out")
+    kn = b.fresh("k")
+    nodes = [helper.make_node("Constant", [], [kn], value=numpy_helper.from_array(np.array(kk, np.int64))),
+             helper.make_node("Less", [it, kn], [cout]),
+             helper.make_node("Concat", [sin, x.name], [sout], axis=0)]
+    body = helper.make_graph(nodes, b.fresh("body"), [_vi(it, TP.INT64, []), _vi(cin, TP.BOOL, []), _vi(sin, x.dtype)],
+                             [_vi(cout, TP.BOOL, []), _vi(sout, x.dtype)])
+    cond = b.const(np.array(r.random() < 0.85))
+
+    def fn(k, ins):
+        (_, mv), (_, cv), (xs, _) = ins
+        n = int(need_scalar(mv))
+        runs = 0 if not bool(need_scalar(cv)) else max(0, min(n, kk + 1))
+        return [((xs[0] * (runs + 1),) + tuple(xs[1:]), None)]
+    return b.emit1("Loop", [m, cond, x], fn, attrs={"body": body}, out_dtypes=[x.dtype])
+
+
+RECIPES.update({
+    "huge_empty": (2, 9, r_huge_empty),
+    "loop_early_exit": (2, 11, r_loop_early_exit),
+})

@@ -72,7 +72,31 @@ g (float[-1, N] x) => (float[1, N] y) {
     a = Constant<value = int64[1] {0}>()
     y = Slice(x, s, e, a)
 }''',
+    # infer/optimize: the Tile rule computes the value with NumPy, whose tile builds the huge
+    # intermediate of an empty result (MemoryError; with 2**31 instead, 8 GiB and seconds);
+    # check reports an internal error
+    "tile_empty_huge_intermediate": '''
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[N] x) => (float[?, ?] y, float[N] z) {
+    c = Constant<value = float[1, 1] {1}>()
+    r = Constant<value = int64[2] {1099511627776, 0}>()
+    y = Tile(c, r)
+    z = Relu(x)
+}''',
+    # infer_shapes: a dim past int64 (0 elements) written into dim_value: protobuf's ValueError escapes
+    "dim_past_int64_written": '''
+<ir_version: 9, opset_import: ["" : 19]>
+g (float[N] x) => (float[?, ?] y, float[N] z) {
+    s = Constant<value = int64[2] {9223372036854775807, 0}>()
+    c = ConstantOfShape(s)
+    sh = Shape(c)
+    y = Tile(c, sh)
+    z = Relu(x)
+}''',
 }
+
+# models no runtime can run (a dim past int64): only the commands are judged
+NEVER_RUNS = {"dim_past_int64_written"}
 
 SIZES = (0, 1, 2, 3)
 

@@ -274,7 +274,7 @@ class Judge:
         st_check, report = ("failed", None) if timed_out else self.command("check", lambda: shapeinfer.check(model))
         if st_check == "error":
             self.fail("crash", f"check raised {type(report).__name__}: {report}")
-        st_ann, ann = ("failed", None) if timed_out or self.variants is not None else self.command(
+        st_ann, ann = ("failed", None) if timed_out else self.command(
             "infer_shapes", lambda: shapeinfer.infer_shapes(model))
         variants = self.variants if self.variants is not None else self.pick_variants()
         optimized = {}
@@ -298,7 +298,7 @@ class Judge:
                 self.progress(f"runtime binding {b}")
                 try:
                     results[b] = (feeds, rt.run(feeds))
-                except Exception as e:  # noqa: BLE001 - the original fails at this binding
+                except (Exception, MemoryError) as e:  # noqa: BLE001 - the original fails at this binding
                     results.setdefault("errors", []).append((b, str(e).strip().splitlines()[0][:200] if str(e).strip() else ""))
         ran = {b: v for b, v in results.items() if b != "errors"}
         # the graph outputs as the model itself computes them: onnxruntime's results can depend on
@@ -664,6 +664,8 @@ class Judge:
                 why = ""
             except Exception as e:  # noqa: BLE001
                 why = str(e).strip().splitlines()[0][:300]
+            if "ShapeInferenceError" in why and not ran:
+                return  # a model that never runs: onnx's inference may see that once constants are folded
             self.fail("optimized-checker", f"optimize({name}) output fails onnx.checker (full_check) where the original "
                       f"passes: {why}", variant=variant)
         if not engine:

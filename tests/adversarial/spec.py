@@ -48,8 +48,9 @@ def numel(shape) -> int:
 
 
 def small(shape) -> bool:
-    """Values are tracked for small tensors only."""
-    return numel(shape) <= 4096
+    """Values are tracked for small tensors only (every dim small too: NumPy's tile and
+    broadcast of [0, 2**62] would build huge intermediates)."""
+    return numel(shape) <= 4096 and all(d <= 4096 for d in shape)
 
 
 def bcast(*shapes) -> tuple:
@@ -333,9 +334,9 @@ def constant_of_shape(attrs, ins, value_dtype):
         raise Invalid("negative dim")
     fill = attrs.get("value")
     out = None
-    if numel(shape) <= 4096 and fill is not None:
+    if small(shape) and fill is not None:
         out = np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)
-    elif numel(shape) <= 4096:
+    elif small(shape):
         out = np.zeros(shape, dtype=np.float32)
     return [(shape, out if out is not None and out.dtype.kind in "iub" else None)]
 
@@ -416,7 +417,7 @@ def reshape(attrs, ins, version):
         out[out.index(-1)] = total // known
     if numel(out) != total:
         raise Invalid("element counts differ")
-    return [(tuple(out), None if v is None else v.reshape(out))]
+    return [(tuple(out), None if v is None or not small(out) else v.reshape(out))]
 
 
 def expand(attrs, ins):
