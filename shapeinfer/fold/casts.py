@@ -7,6 +7,8 @@
   the spec: not folded. To int4/uint4 only integral values: onnxruntime rounds there (1.5 -> 2).
 - **int -> float32/float64** rounds once to nearest even (C, NumPy and onnxruntime agree);
   int -> float16 as well (values beyond float32's 2**24 are infinite in float16 whichever way).
+  Any cast to float16 is folded only when every value is exact in float16: onnxruntime's CPU
+  provider drops Cast pairs around the float16 ops it runs in float32, the rounding with them.
   int -> bfloat16/float8 only when every value is exact in float32: onnxruntime converts
   through float32, rounding twice, where the spec rounds once.
 - **float -> float**: widening is exact. float64 -> float16/bfloat16/float8 only when each
@@ -102,10 +104,31 @@ def cast_array(x: np.ndarray, dst, saturate: bool = True) -> np.ndarray:
             return wide != 0  # NaN is true
         return x.astype(np.int64 if src != np.uint64 else src) != 0
     if src in INT_LIKE:
-        return _from_int(x, dst, saturate)
-    if dst in INT_LIKE:
+        out = _from_int(x, dst, saturate)
+    elif dst in INT_LIKE:
         return _float_to_int(x, dst)
-    return _float_to_float(x, dst, saturate)
+    else:
+        out = _float_to_float(x, dst, saturate)
+    if dst == F16:
+        _exact_in_float16(x, out)
+    return out
+
+
+def _exact_in_float16(x: np.ndarray, out: np.ndarray) -> None:
+    """Raises unless every value kept its value in float16 (NaN aside: refused before).
+    onnxruntime's CPU provider runs float16 Mul, Add, ... in float32 between inserted Casts and
+    then drops Cast pairs, the rounding to float16 with them (``Cast(4097 -> float16) * 1.5``
+    gives 6145.5 where the spec gives 6144); a folded constant keeps the rounding, so folding an
+    inexact Cast to float16 would change what onnxruntime computes."""
+    source = x.astype(np.int8) if x.dtype in (INT4, UINT4, BOOL) else x
+    if source.dtype == np.uint64 or source.dtype == np.int64:
+        kept = out.astype(F64).astype(object) == source.astype(object)
+    else:
+        with np.errstate(invalid="ignore"):
+            kept = (out.astype(F64) == source.astype(F64)) | np.isnan(source.astype(F64))
+    if not np.all(kept):
+        raise Inexact("Cast to float16 of a value float16 does not hold: onnxruntime's CPU provider "
+                      "drops the rounding when the next op runs in float32 between Casts")
 
 
 # ---------------------------------------------------------------- strings

@@ -454,8 +454,8 @@ class Builder:
             shape = None
             if r.random() < 0.25:
                 shape = self.declared_shape(v)
-            if shape is None:  # the checker wants a shape on graph outputs: the rank, dims unnamed
-                shape = [None] * (v.rank() or 0)
+            if shape is None and v.rank() is not None:  # the rank, dims unnamed
+                shape = [None] * v.rank()  # (an unknown rank is declared with no shape at all)
             outs.append(helper.make_tensor_value_info(v.name, v.dtype, shape))
         try:
             ir = max(3, onnx.helper.find_min_ir_version_for([helper.make_opsetid("", self.opset)]))

@@ -79,7 +79,7 @@ g (float[-1, N] x) => (float[1, N] y) {
 <ir_version: 8, opset_import: ["" : 15]>
 g (float[N] x) => (float[?, ?] y, float[N] z) {
     c = Constant<value = float[1, 1] {1}>()
-    r = Constant<value = int64[2] {1099511627776, 0}>()
+    r = Constant<value = int64[2] {1073741824, 0}>()
     y = Tile(c, r)
     z = Relu(x)
 }''',

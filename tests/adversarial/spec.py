@@ -177,13 +177,13 @@ def slice_op(attrs, ins, version):
     for a, s, e, k in zip(axes, starts, ends, steps):
         r = slice_indices(ds[a], s, e, k)
         out[a] = len(r)
-        index[a] = list(r)
+        index[a] = r  # a range: the indices are listed only where a value is taken
     v = None
     if dv is not None:
         v = dv
         for a in range(rank):
-            if isinstance(index[a], list):
-                v = np.take(v, np.array(index[a], dtype=np.int64), axis=a)
+            if isinstance(index[a], range):
+                v = np.take(v, np.arange(index[a].start, index[a].stop, index[a].step, dtype=np.int64), axis=a)
     return [(tuple(out), v)]
 
 
