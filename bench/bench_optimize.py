@@ -6,7 +6,7 @@
 
 For each model and tool: nodes left, Reshape/Expand whose shape is still computed although a
 constant 0/-1 form provably exists ("avoidable computed"), Tile over size-1 axes, whether the
-outputs equal the original's at three bindings (shapeinfer.verify), and the time. The tools run
+outputs equal the original's at three bindings (shapeinfer.optimizer.verify), and the time. The tools run
 with dynamic shapes left dynamic (no input shapes fixed). A tool that is not installed or fails
 is reported as such.
 """
@@ -26,8 +26,8 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 import shapeinfer  # noqa: E402
-from shapeinfer.passes.specs import expand_spec, reshape_spec  # noqa: E402
-from shapeinfer.verify import verify  # noqa: E402
+from shapeinfer.optimizer.passes.specs import expand_spec, reshape_spec  # noqa: E402
+from shapeinfer.optimizer.verify import verify  # noqa: E402
 
 
 def avoidable_and_tiles(model) -> tuple:

@@ -79,7 +79,7 @@ def _parse_input_shape(values) -> dict:
 
 def _input_files(model, model_path: str) -> list:
     """(path, what) for every file the input reads: the model and its external data files."""
-    from shapeinfer.external import external_data_files
+    from shapeinfer.modelio.external import external_data_files
 
     folder = os.path.dirname(os.path.abspath(model_path))
     return [(model_path, "the input model")] + [
@@ -101,7 +101,7 @@ def _external_data_options(f):
 
 def _check_output_options(output, external_data, size_threshold) -> int:
     """The size threshold to write with; refuses data-file options that cannot apply."""
-    from shapeinfer.writer import DEFAULT_SIZE_THRESHOLD
+    from shapeinfer.modelio.writer import DEFAULT_SIZE_THRESHOLD
 
     if not output and (external_data is not None or size_threshold is not None):
         raise click.UsageError("--external-data and --size-threshold apply to the model written with -o")
@@ -136,8 +136,8 @@ def _echo_report(text: str, dest) -> None:
 def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_nonempty, external_data, size_threshold):
     """Infer and print the shapes of MODEL."""
     import shapeinfer
-    from shapeinfer.checker import validate_structure
-    from shapeinfer.writer import check_model_destination, write_model
+    from shapeinfer.checker.run import validate_structure
+    from shapeinfer.modelio.writer import check_model_destination, write_model
 
     from .render import render_table
 
@@ -228,9 +228,9 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
 
     import shapeinfer
     from shapeinfer.fold.folder import DEFAULT_BUDGET_BYTES
-    from shapeinfer.optimizer import DEFAULT_PASSES, OPT_IN_PASSES, OptimizeReport, optimize
-    from shapeinfer.passes import REGISTRY
-    from shapeinfer.writer import check_model_destination, write_model
+    from shapeinfer.optimizer.manager import DEFAULT_PASSES, OPT_IN_PASSES, OptimizeReport, optimize
+    from shapeinfer.optimizer.passes import REGISTRY
+    from shapeinfer.modelio.writer import check_model_destination, write_model
 
     from .render import render_optimize, verify_failure
 
@@ -245,7 +245,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
     model = shapeinfer.load_model(model_path)
     model_dir = os.path.dirname(os.path.abspath(model_path))
     if values:
-        from shapeinfer.verify import input_symbols
+        from shapeinfer.optimizer.verify import input_symbols
 
         symbols = input_symbols(model)
         for name in values:
@@ -264,7 +264,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
                          progress=progress, report=report)
     verdict = None
     if do_verify:
-        from shapeinfer.verify import bindings_for, verify
+        from shapeinfer.optimizer.verify import bindings_for, verify
 
         progress("verifying with onnxruntime")
         ran = set(_names(passes) or DEFAULT_PASSES) - set(_names(skip) or ())
@@ -307,8 +307,8 @@ def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty):
     Exit codes: 0 every model is clean (warnings allowed unless --strict),
                 1 some model has an error, 2 usage error or an unreadable model.
     """
-    from shapeinfer.checker import check_many, exit_code, render_json, render_junit, render_text
-    from shapeinfer.writer import resolve_destination, write_bytes
+    from shapeinfer.checker.run import check_many, exit_code, render_json, render_junit, render_text
+    from shapeinfer.modelio.writer import resolve_destination, write_bytes
 
     dest = None
     if output is not None:  # never a model checked, nor a data file one reads
@@ -340,8 +340,8 @@ def _files_check_reads(model_paths, output: str) -> list:
 
 
 def _data_files_of(path: str) -> list:
-    from shapeinfer.api import load_model
-    from shapeinfer.external import external_data_files
+    from shapeinfer.modelio.load import load_model
+    from shapeinfer.modelio.external import external_data_files
 
     try:
         return external_data_files(load_model(path), os.path.dirname(os.path.abspath(path)))
@@ -385,7 +385,7 @@ class Progress:
 def main(argv=None) -> int:
     """Entry point: run the CLI, turning every error into one line and an exit code."""
     from shapeinfer.errors import ExternalDataError, ModelLoadError, ShapeInferenceError
-    from shapeinfer.writer import OutputError
+    from shapeinfer.modelio.writer import OutputError
 
     try:
         cli.main(args=argv, prog_name="shapeinfer", standalone_mode=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shapeinfer.api import dtype_name
+from shapeinfer.infer.facts import dtype_name
 
 
 def _dtype(result, name) -> str:
@@ -111,7 +111,7 @@ def _binding(binding: dict) -> str:
 
 
 def _verdict_line(verdict) -> str:
-    from shapeinfer.verify import DIFFERENT, IDENTICAL
+    from shapeinfer.optimizer.verify import DIFFERENT, IDENTICAL
 
     n = len(verdict.runs)
     if verdict.outcome == IDENTICAL:
@@ -124,7 +124,7 @@ def _verdict_line(verdict) -> str:
 
 def verify_failure(verdict, model) -> tuple:
     """(one-line message, exit code) for a verification that did not pass."""
-    from shapeinfer.verify import DIFFERENT, input_symbols
+    from shapeinfer.optimizer.verify import DIFFERENT, input_symbols
 
     if verdict.outcome == DIFFERENT:
         return "--verify found differences between the original and the optimised model; nothing written", 1

@@ -58,7 +58,7 @@ def run(fold_float_math=True):
     """(outputs folded, misses as (case, output, why)). By default (exact folding) a folded
     output must be bit-identical to the expected one, and a miss is listed only when no node
     of its case was declined as float math."""
-    from shapeinfer.optimizer import OptimizeReport
+    from shapeinfer.optimizer.manager import OptimizeReport
 
     folded, missed = 0, []
     seen = set()

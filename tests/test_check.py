@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper, parser
 
 import shapeinfer
-from shapeinfer.checker import check
+from shapeinfer.checker.run import check
 from shapeinfer_cli.main import cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -317,7 +317,7 @@ def test_broken_copies_of_corpus_models_fail_at_the_right_node(file, axis, size,
 
 
 def test_a_bug_on_one_model_fails_that_model_and_the_run_goes_on(monkeypatch, tmp_path):
-    import shapeinfer.checker as checker
+    import shapeinfer.checker.run as checker
 
     def boom(*a, **k):
         raise RuntimeError("boom")

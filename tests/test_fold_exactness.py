@@ -958,7 +958,7 @@ def test_optimize_keeps_float_math_by_default_and_says_why():
     from onnx import numpy_helper
 
     import shapeinfer
-    from shapeinfer.optimizer import OptimizeReport
+    from shapeinfer.optimizer.manager import OptimizeReport
 
     graph = helper.make_graph(
         [helper.make_node("Exp", ["c"], ["e"], name="exp"), helper.make_node("Add", ["x", "e"], ["y"])],
@@ -984,7 +984,7 @@ def test_inference_values_of_a_cast_out_of_range_do_not_become_constants():
     from onnx import parser
 
     import shapeinfer
-    from shapeinfer.optimizer import OptimizeReport
+    from shapeinfer.optimizer.manager import OptimizeReport
 
     model = parser.parse_model('''<ir_version: 9, opset_import: ["" : 18]>
 g (float[2,3] x) => (int64[2] y) <float c = {10000000000000000000.0}> {

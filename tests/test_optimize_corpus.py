@@ -5,8 +5,8 @@ import onnx
 import pytest
 
 import shapeinfer
-from shapeinfer.optimizer import OptimizeReport
-from shapeinfer.verify import verify
+from shapeinfer.optimizer.manager import OptimizeReport
+from shapeinfer.optimizer.verify import verify
 from tests import corpus
 
 

@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import shapeinfer
-from shapeinfer.verify import _same, verify
+from shapeinfer.optimizer.verify import _same, verify
 
 ort = pytest.importorskip("onnxruntime")
 H = '<ir_version: 8, opset_import: ["" : 18]>\n'

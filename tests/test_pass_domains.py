@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import shapeinfer
-from shapeinfer.verify import verify
+from shapeinfer.optimizer.verify import verify
 
 ort = pytest.importorskip("onnxruntime")
 

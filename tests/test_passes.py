@@ -7,8 +7,8 @@ import pytest
 from onnx import parser
 
 import shapeinfer
-from shapeinfer.optimizer import OptimizeReport
-from shapeinfer.verify import verify
+from shapeinfer.optimizer.manager import OptimizeReport
+from shapeinfer.optimizer.verify import verify
 
 H = '<ir_version: 9, opset_import: ["" : 18]>\n'
 

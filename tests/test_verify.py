@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import parser
 
-from shapeinfer.verify import (DIFFERENT, IDENTICAL, NOTHING_COMPARED, _inputs, _same, bindings_for, input_symbols,
+from shapeinfer.optimizer.verify import (DIFFERENT, IDENTICAL, NOTHING_COMPARED, _inputs, _same, bindings_for, input_symbols,
                                verify)
 from shapeinfer_cli.main import main
 
@@ -155,11 +155,11 @@ def test_cli_nothing_compared_exits_2_with_a_hint_and_writes_nothing(tmp_path, c
 
 
 def test_cli_differences_exit_1_and_write_nothing(tmp_path, capsys, monkeypatch):
-    import shapeinfer.optimizer
+    import shapeinfer.optimizer.manager
 
     path = _save(tmp_path, "m.onnx", _model("g (float[N] x) => (float[N] y) { y = Neg(x) }"))
     wrong = _model("g (float[N] x) => (float[N] y) { y = Abs(x) }")
-    monkeypatch.setattr(shapeinfer.optimizer, "optimize", lambda model, **kw: wrong)
+    monkeypatch.setattr(shapeinfer.optimizer.manager, "optimize", lambda model, **kw: wrong)
     out = tmp_path / "o.onnx"
     assert main(["optimize", path, "-o", str(out), "--verify"]) == 1
     captured = capsys.readouterr()

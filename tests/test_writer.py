@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import shapeinfer
-from shapeinfer.writer import OutputError, resolve_destination, write_model
+from shapeinfer.modelio.writer import OutputError, resolve_destination, write_model
 from shapeinfer_cli.main import main
 
 ort = pytest.importorskip("onnxruntime")
@@ -343,7 +343,7 @@ def test_model_with_external_data_into_a_stream_or_through_a_link_to_another_fol
 
 
 def test_a_failure_while_committing_leaves_the_previous_files_and_no_temporaries(src, tmp_path, monkeypatch):
-    import shapeinfer.writer as writer
+    import shapeinfer.modelio.writer as writer
 
     out_dir = tmp_path / "out"
     out_dir.mkdir()
@@ -378,7 +378,7 @@ def test_copy_is_chunked_and_skips_holes(tmp_path, monkeypatch, in_kernel):
     """A 64 MiB tensor that is mostly a hole: copied in CHUNK_BYTES pieces at most, the hole
     stays a hole, the bytes around it arrive -- in the kernel, or through a buffer where the
     file system cannot copy_file_range."""
-    import shapeinfer.writer as writer
+    import shapeinfer.modelio.writer as writer
 
     if in_kernel and not hasattr(os, "copy_file_range"):
         pytest.skip("no os.copy_file_range here")

@@ -8,7 +8,7 @@ from onnx import AttributeProto, TensorProto, helper
 
 from ..errors import ShapeInferenceError
 from ..symbolic import Expr, provably_positive
-from .facts import Fact, shape_str
+from .facts import Fact, dtype_name, shape_str
 
 _MISSING = object()
 # The common attribute kinds, read directly (onnx.helper.get_attribute_value is general but slow).
@@ -104,7 +104,7 @@ class NodeContext:
         if fact is None:
             return None
         if fact.dtype and fact.dtype != TensorProto.INT64:
-            raise self.error(f"{what} (input {i}) must be int64, got {_dtype_name(fact.dtype)}")
+            raise self.error(f"{what} (input {i}) must be int64, got {dtype_name(fact.dtype)}")
         if fact.shape is not None and len(fact.shape) != 1:
             raise self.error(f"{what} (input {i}) must be a 1-D tensor, got rank {len(fact.shape)}")
         return fact
@@ -119,13 +119,6 @@ class NodeContext:
         return ShapeInferenceError(
             message, node_name=self.name, op_type=self.op_type, input_shapes=self.input_shapes()
         )
-
-
-def _dtype_name(dtype: int) -> str:
-    try:
-        return TensorProto.DataType.Name(dtype).lower()
-    except ValueError:
-        return f"type {dtype}"
 
 
 def node_label(node) -> str:

@@ -9,6 +9,8 @@ inputs and attributes bound. There is no per-node copy of the model and no resta
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
 from collections import ChainMap
 from typing import Optional
@@ -30,6 +32,20 @@ _NON_NAME = re.compile(r"[^A-Za-z0-9_]")
 _NO_RULE = object()
 
 
+
+
+@contextlib.contextmanager
+def paused_gc():
+    """The cyclic garbage collector paused for a block: a walk allocates many small, acyclic
+    objects, and the collector's full passes over them would make time grow faster than the
+    graph. Collection resumes afterwards (nested pauses resume at the outermost)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 class Diagnostic:
     """Something inference noticed. ``severity`` is "error" (a node broke its op's rule, in the
@@ -211,6 +227,11 @@ class Engine:
     # -- the walk ------------------------------------------------------------------------------
 
     def run(self) -> dict:
+        """Infer the whole model; the facts of the main graph's tensors."""
+        with paused_gc():
+            return self._run()
+
+    def _run(self) -> dict:
         graph = self.model.graph
         facts: dict = {}
         known = _known_opsets()

@@ -94,9 +94,18 @@ class Fact:
 
 
 def shape_str(shape) -> str:
+    """``[batch,seq+1,4]``; ``?`` for an unknown rank."""
     if shape is None:
         return "?"
     return "[" + ",".join(to_str(d) for d in shape) + "]"
+
+
+def dtype_name(dtype: int) -> str:
+    """'float', 'int64', 'bfloat16', ... for a TensorProto element type ('type 99' if unknown)."""
+    try:
+        return TensorProto.DataType.Name(dtype).lower()
+    except ValueError:
+        return f"type {dtype}"
 
 
 def obj_array(elements, shape=None) -> np.ndarray:

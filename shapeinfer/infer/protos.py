@@ -146,7 +146,7 @@ def value_from_tensor(tensor: TensorProto, base_dir: Optional[str] = None) -> Op
     """The tracked value of a small constant tensor. External data is read only for a small
     integer tensor inside base_dir (see shapeinfer/external.py); weights never are."""
     if tensor.data_location == TensorProto.EXTERNAL:
-        from ..external import read_small_int_tensor
+        from ..modelio.external import read_small_int_tensor
 
         arr = read_small_int_tensor(tensor, base_dir)
         return None if arr is None else value_from_numpy(arr, tensor.data_type)
@@ -184,7 +184,7 @@ def tensor_problem(tensor: TensorProto) -> Optional[str]:
             return f"dims {list(tensor.dims)} hold a negative size"
         n *= d
     if tensor.data_location == TensorProto.EXTERNAL or tensor.HasField("segment"):
-        return None  # external: checked against its file by shapeinfer.external
+        return None  # external: checked against its file by shapeinfer.modelio.external
     if tensor.data_type == TensorProto.STRING:
         have = len(tensor.string_data)
         return None if have == n else f"holds {have} strings, its dims {list(tensor.dims)} need {n}"

@@ -368,7 +368,7 @@ class Judge:
         return self.out
 
     def pick_variants(self):
-        from shapeinfer.optimizer import DEFAULT_PASSES
+        from shapeinfer.optimizer.manager import DEFAULT_PASSES
 
         passes = list(DEFAULT_PASSES)
         k = self.rng.integers(1, 4)

@@ -21,9 +21,9 @@ import numpy as np
 import onnx_graphsurgeon as gs
 from onnx import helper, numpy_helper
 
-from ..fold.casts import cast_array
-from ..fold.folder import constant_array, constant_values, fold_node, outer_variables, within_budget
-from ..fold.kernels import FoldError, NotFoldable
+from ...fold.casts import cast_array
+from ...fold.folder import constant_array, constant_values, fold_node, outer_variables, within_budget
+from ...fold.kernels import FoldError, NotFoldable
 from .base import Pass, PassResult, register, remove_node
 
 
@@ -165,7 +165,7 @@ def _size_by_inference(ctx, node, arrays):
     rules bound sizes without computing anything (None: some output size stays unknown)."""
     from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
-    from ..api import infer
+    from ...api import infer
 
     try:
         proto = OnnxExporter.export_node(node)

@@ -3,7 +3,7 @@
 Weights stored as external data stay where they are: inference reads a tensor's bytes only when
 it is a small integer tensor (shape values), and only from a file inside the model's folder,
 within the file's size. Writing a model elsewhere puts its external data beside it (see
-shapeinfer.writer): a location is always relative to the folder of the model that names it.
+shapeinfer.modelio.writer): a location is always relative to the folder of the model that names it.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Optional
 import numpy as np
 from onnx import TensorProto, helper
 
-from .errors import ExternalDataError
-from .infer.facts import INT_TYPES, MAX_VALUE_ELEMENTS
+from ..errors import ExternalDataError
+from ..infer.facts import INT_TYPES, MAX_VALUE_ELEMENTS
 
 
 def external_info(tensor: TensorProto) -> dict:

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from ..symbolic import BroadcastError, bcast
+from ...symbolic import BroadcastError, bcast
 from .base import Pass, PassResult, register, remove_node, replace_uses
 
 BROADCASTING = frozenset({
@@ -169,7 +169,7 @@ class NeutralElementsPass(Pass):
     def run(self, ctx) -> PassResult:
         import onnx_graphsurgeon as gs
 
-        from ..fold.folder import constant_array
+        from ...fold.folder import constant_array
 
         result = PassResult()
         for node in list(ctx.graph.nodes):

@@ -43,9 +43,10 @@ from typing import Optional
 import onnx
 from onnx import ModelProto
 
-from .errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
-from .infer.context import node_label
-from .symbolic import atoms, to_str
+from ..errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
+from ..infer.context import node_label
+from ..infer.facts import dtype_name, shape_str
+from ..symbolic import atoms, to_str
 
 ERROR, WARNING = "error", "warning"
 INT64_MAX = 2**63 - 1
@@ -128,9 +129,10 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, name: O
 
 
 def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
-    from .api import InferenceResult, load_model
-    from .external import check_external_data
-    from .infer.engine import Engine
+    from ..infer.result import InferenceResult
+    from ..modelio.load import load_model
+    from ..modelio.external import check_external_data
+    from ..infer.engine import Engine
 
     if path is not None:
         m = load_model(path)  # refuses unsafe or missing external data too
@@ -143,19 +145,12 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     structural = _structure(m.graph, set(), report)
     if structural and any(f.code == "not-a-dag" for f in report.findings):
         return  # no order to walk in
-    import gc
-
     engine = Engine(m, assume_nonempty=assume_nonempty, base_dir=base_dir, keep_going=True)
-    was_enabled = gc.isenabled()
-    gc.disable()  # as in api.infer: many small acyclic objects
     try:
         engine.run()
     except ShapeInferenceError as e:  # not per node (e.g. a cycle inside a subgraph)
         report.add(ERROR, "shape-error", e.rule, e.node_name, e.op_type)
         return
-    finally:
-        if was_enabled:
-            gc.enable()
     result = InferenceResult(m, engine)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
@@ -259,7 +254,7 @@ def _type_errors(model: ModelProto, report: CheckReport) -> None:
         op, node, kind, message = hit.group("op"), hit.group("node") or "", hit.group("kind") or "", hit.group("message")
         types = _ELEM_TYPES.search(message)
         if types is not None:
-            inferred, declared = (_dtype_name(int(t)) for t in types.groups())
+            inferred, declared = (dtype_name(int(t)) for t in types.groups())
             report.add(ERROR, "declared-type", f"an output is declared {declared}, but the node makes {inferred} "
                        "(onnxruntime refuses the model)", node, op)
         elif kind == "TypeInferenceError" or "inconsistent type" in message or "type" in message.split(":")[0]:
@@ -273,17 +268,8 @@ def _type_errors(model: ModelProto, report: CheckReport) -> None:
         # say which node breaks and for which sizes.
 
 
-def _dtype_name(elem_type: int) -> str:
-    from .api import dtype_name
-
-    try:
-        return dtype_name(elem_type)
-    except (ValueError, KeyError):
-        return f"type {elem_type}"
-
-
 def _has_external_data(m: ModelProto) -> bool:
-    from .external import external_tensors
+    from ..modelio.external import external_tensors
 
     return next(external_tensors(m), None) is not None
 
@@ -310,7 +296,7 @@ def _structure(graph, outer: set, report: CheckReport) -> bool:
 
     One pass over the nodes (their inputs and outputs read from the protobuf once); the cycle
     search runs only when the nodes are not already in topological order."""
-    from .infer.protos import tensor_problem
+    from ..infer.protos import tensor_problem
 
     found = False
     where = "" if not outer else " (in a subgraph)"
@@ -421,8 +407,8 @@ def _cycle(nodes, ins, producer: dict) -> Optional[list]:
 def _declared(result, report: CheckReport, engine=None) -> None:
     """Declared shapes on outputs/value_info that inference proves different (or equal only
     for some sizes, when the declared dim is an expression over the input symbols)."""
-    from .infer.protos import declared_size
-    from .symbolic import free_symbols, provably_positive, sub
+    from ..infer.protos import declared_size
+    from ..symbolic import free_symbols, provably_positive, sub
 
     inputs = result.input_symbols()
     g = result.model.graph
@@ -439,14 +425,14 @@ def _declared(result, report: CheckReport, engine=None) -> None:
         dims = tt.shape.dim
         if len(dims) != len(fact.shape):
             report.add(WARNING, "declared-shape", f"{vi.name!r} is declared with rank {len(dims)}, inferred "
-                       f"{_shape_str(fact.shape)} (rank {len(fact.shape)}){_DECLARED_NOTE}", node, op)
+                       f"{shape_str(fact.shape)} (rank {len(fact.shape)}){_DECLARED_NOTE}", node, op)
             continue
         for axis, (d, ours) in enumerate(zip(dims, fact.shape)):
             if declared_size(d) is not None and not result.is_unknown_dim(ours):
                 theirs = declared_size(d)
                 if isinstance(ours, int) and ours != theirs or (not isinstance(ours, int) and _never(ours, theirs)):
                     report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
-                               f"is {to_str(ours)}, never {theirs}; inferred {_shape_str(fact.shape)}{_DECLARED_NOTE}",
+                               f"is {to_str(ours)}, never {theirs}; inferred {shape_str(fact.shape)}{_DECLARED_NOTE}",
                                node, op)
                     break
             elif d.dim_param and engine is not None and not result.is_unknown_dim(ours):
@@ -461,7 +447,7 @@ def _declared(result, report: CheckReport, engine=None) -> None:
                 diff = sub(ours, theirs)
                 if isinstance(diff, int) or provably_positive(diff) or provably_positive(sub(0, diff)):
                     report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
-                               f"is {to_str(ours)}, never {d.dim_param}; inferred {_shape_str(fact.shape)}"
+                               f"is {to_str(ours)}, never {d.dim_param}; inferred {shape_str(fact.shape)}"
                                f"{_DECLARED_NOTE}", node, op)
                     break
                 example = _counterexample((ours, theirs), _holds("equal", ours, theirs))
@@ -476,7 +462,7 @@ _DECLARED_NOTE = " (onnxruntime runs the model and warns; consumers that trust d
 
 
 def _never(ours, theirs: int) -> bool:
-    from .symbolic import bounds
+    from ..symbolic import bounds
 
     lo, hi = bounds(ours)
     return (lo is not None and lo > theirs) or (hi is not None and hi < theirs)
@@ -486,13 +472,9 @@ def _declared_str(tt) -> str:
     return "[" + ",".join(d.dim_param or (str(d.dim_value) if d.HasField("dim_value") else "?") for d in tt.shape.dim) + "]"
 
 
-def _shape_str(shape) -> str:
-    return "[" + ",".join(to_str(d) for d in shape) + "]"
-
-
 def _per_node(graph, result, report: CheckReport, nonempty=()) -> None:
     """Forced broadcasts and unknown dims, each at the node that first made it."""
-    from .symbolic.expr import Expr
+    from ..symbolic.expr import Expr
 
     seen_bcast: set = set()
     seen_unknown: set = set()
@@ -507,10 +489,10 @@ def _per_node(graph, result, report: CheckReport, nonempty=()) -> None:
                 for d in fact.shape:
                     count *= d
                 if count > INT64_MAX:
-                    report.add(ERROR, "int64-overflow", f"output {o!r} of shape {_shape_str(fact.shape)} would have "
+                    report.add(ERROR, "int64-overflow", f"output {o!r} of shape {shape_str(fact.shape)} would have "
                                f"{count:.3g} elements, more than int64 can count", node_label(n), n.op_type)
                 elif count >= HUGE_ELEMENTS:
-                    report.add(WARNING, "huge-tensor", f"output {o!r} of shape {_shape_str(fact.shape)} has "
+                    report.add(WARNING, "huge-tensor", f"output {o!r} of shape {shape_str(fact.shape)} has "
                                f"{count:.3g} elements", node_label(n), n.op_type)
             for d in fact.shape:
                 if not isinstance(d, Expr):
@@ -539,7 +521,7 @@ PROBES = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 33, 63, 64, 65, 100, 127
 
 
 def _holds(kind, a, b):
-    from .symbolic import evaluate
+    from ..symbolic import evaluate
 
     def equal(binding):
         return evaluate(a, binding) == evaluate(b, binding)
@@ -554,7 +536,7 @@ def _holds(kind, a, b):
 
 
 def _broadcasts(args):
-    from .symbolic import evaluate
+    from ..symbolic import evaluate
 
     def holds(binding):
         return len({evaluate(x, binding) for x in args} - {1}) <= 1
@@ -568,7 +550,7 @@ def _counterexample(dims, holds, nonempty=()) -> Optional[dict]:
     at least 1 (the tensor dims, under assume_nonempty) -- bindings that break them are out."""
     import random
 
-    from .symbolic import EvaluationError
+    from ..symbolic import EvaluationError
 
     lows: dict = {}
     for d in dims:
@@ -594,7 +576,7 @@ def _allowed(binding, nonempty) -> bool:
     """False when the binding makes some tensor empty (under assume_nonempty). A dim that has
     no value there -- it sits after a broadcast that fails at that binding -- says nothing: the
     run stops before that tensor exists."""
-    from .symbolic import EvaluationError, evaluate, free_symbols
+    from ..symbolic import EvaluationError, evaluate, free_symbols
 
     for d in nonempty:
         if free_symbols(d) <= binding.keys():

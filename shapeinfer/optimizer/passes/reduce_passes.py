@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from ..symbolic import provably_positive
+from ...symbolic import provably_positive
 from .base import Pass, PassResult, register, remove_node, replace_uses
 from .reshape_passes import _const_input, _new_const
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..symbolic import provably_positive
+from ...symbolic import provably_positive
 
 
 def reshape_spec(in_shape: tuple, out_shape: tuple) -> tuple:

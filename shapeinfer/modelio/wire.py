@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .symbolic import to_str
+from ..symbolic import to_str
 
 
 @lru_cache(maxsize=4096)

@@ -57,7 +57,7 @@ def graphs_of(model: ModelProto) -> list:
 
 
 def _sort_graphs(model: ModelProto, match, facts) -> bool:
-    from .infer.engine import _topological
+    from ..infer.engine import _topological
 
     for graph in graphs_of(model):  # inner graphs first: their parents copy sorted ones
         ordered = []
@@ -87,7 +87,7 @@ def _fill_types(model: ModelProto, match, facts) -> bool:
 def _fill_shapes(model: ModelProto, match, facts) -> bool:
     """Give every tensor type without a shape the inferred one; where the rank is not known the
     checker cannot be satisfied: stop re-checking."""
-    from .infer.protos import fill_shape_proto
+    from ..infer.protos import fill_shape_proto
 
     g = model.graph
     keep = [vi for vi in g.value_info if not vi.type.HasField("tensor_type") or vi.type.tensor_type.HasField("shape")]

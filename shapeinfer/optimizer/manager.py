@@ -15,10 +15,12 @@ from typing import Callable, Optional
 
 from onnx import AttributeProto, ModelProto, helper
 
-from .api import infer, load_model
-from .checker import validate_structure
-from .infer.protos import clear_negative_dims
-from .fold.folder import DEFAULT_BUDGET_BYTES
+from ..api import infer
+from ..modelio.load import load_model
+from ..checker.run import validate_structure
+from ..infer.engine import paused_gc
+from ..infer.protos import clear_negative_dims
+from ..fold.folder import DEFAULT_BUDGET_BYTES
 from .passes import REGISTRY
 from .passes.base import PassContext, replace_uses
 
@@ -98,9 +100,6 @@ def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_B
     (transcendental functions, reductions, MatMul), ``fuse_gemm`` runs the ``fuse-gemm`` pass
     (MatMul + Add as Gemm adds the bias in another order)."""
     import onnx_graphsurgeon as gs
-
-    import gc
-
     from onnx_graphsurgeon.logger import G_LOGGER
 
     G_LOGGER.severity = G_LOGGER.ERROR  # its warnings (and its hint to install colors) are not ours
@@ -121,14 +120,9 @@ def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_B
                                   "in another order; --fuse-gemm)")
     if progress:
         progress(f"importing {len(src.graph.node)} nodes")
-    was_enabled = gc.isenabled()
-    gc.disable()  # many small acyclic objects; see api.infer
-    try:
+    with paused_gc():  # many small acyclic objects (see paused_gc)
         return _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0,
                          ignore_signed_zero, fold_float_math)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0,
@@ -317,7 +311,7 @@ def remove_dead_nodes(graph) -> None:
     """Keep the nodes the graph outputs depend on (through subgraph reads too), in order.
 
     (onnx-graphsurgeon's cleanup does this too, several times slower on large graphs.)"""
-    from .fold.folder import outer_variables
+    from ..fold.folder import outer_variables
 
     live: set = set()
     stack = list(graph.outputs)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_graphsurgeon as gs
 
-from ..fold.folder import NONDETERMINISTIC, constant_array
+from ...fold.folder import NONDETERMINISTIC, constant_array
 from .base import Pass, PassResult, register, remove_node, replace_uses
 
 SMALL = 64  # elements: constants up to this size are compared by value

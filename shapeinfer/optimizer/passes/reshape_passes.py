@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_graphsurgeon as gs
 
-from ..fold.folder import constant_array, constant_values
+from ...fold.folder import constant_array, constant_values
 from .base import Pass, PassResult, register, remove_node, replace_uses
 from .specs import expand_spec, reshape_spec, same_shape
 

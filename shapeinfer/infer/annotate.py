@@ -1,0 +1,90 @@
+"""Writing inferred shapes into a copy of the model (``infer_shapes``): value_info and graph
+outputs, the author's declared dims kept, symbolic dims in the printed syntax."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from onnx import ModelProto, TypeProto
+
+from ..modelio.wire import graph_patch, tensor_value_info
+from ..symbolic import Dim, to_str
+from .facts import Fact
+from .protos import clear_negative_dims, fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
+from .result import InferenceResult
+
+
+def _merge_dim(dim_proto, ours: Dim, result: InferenceResult) -> None:
+    """Write our dim into a declared one: a declared name is kept (the equality with what was
+    inferred is in result.declared_dims()); a declared size is kept where ours is unknown."""
+    if dim_proto.dim_param:
+        return
+    if dim_proto.HasField("dim_value") and result.is_unknown_dim(ours):
+        return
+    if isinstance(ours, int):
+        dim_proto.dim_value = ours
+    elif not result.is_unknown_dim(ours) or not dim_proto.HasField("dim_value"):
+        dim_proto.dim_param = to_str(ours)
+
+
+def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declared: bool) -> None:
+    """Write fact into a declared value's type, keeping the author's dims where they are given
+    (unless the inputs were overridden: then the declared names may describe other shapes)."""
+    if fact.type_proto is not None or not fact.dtype:
+        return
+    tt = dst.tensor_type
+    tt.elem_type = fact.dtype
+    if fact.shape is None:
+        return
+    declared = list(tt.shape.dim) if tt.HasField("shape") else None
+    if keep_declared and declared is not None and len(declared) == len(fact.shape):
+        for dim_proto, ours in zip(tt.shape.dim, fact.shape):
+            _merge_dim(dim_proto, ours, result)
+        return
+    tt.ClearField("shape")
+    tt.shape.SetInParent()
+    fill_shape_proto(tt.shape, fact.shape)
+
+
+def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None) -> ModelProto:
+    """A copy of ``model`` whose value_info and graph outputs carry the inferred shapes.
+
+    Dims the author declared (names or sizes on outputs and value_info) are kept; how they
+    relate to what was inferred is in ``result.declared_dims()``. Graph inputs named in
+    ``input_shapes`` get the overriding shape written in, and then the inferred shapes replace
+    the declared ones everywhere."""
+    out = ModelProto()
+    out.CopyFrom(model)
+    mark_written_by_shapeinfer(out)
+    g = out.graph
+    clear_negative_dims(g)
+    for vi in g.input:
+        fact = result.facts.get(vi.name)
+        if input_shapes and vi.name in input_shapes and fact is not None and fact.shape is not None:
+            vi.type.tensor_type.ClearField("shape")
+            vi.type.tensor_type.shape.SetInParent()
+            fill_shape_proto(vi.type.tensor_type.shape, fact.shape)
+    outputs = {o.name: o for o in g.output}
+    existing = {vi.name: vi for vi in g.value_info}
+    known_elsewhere = {i.name for i in g.input} | {t.name for t in g.initializer}
+    appended: list = []  # new value_info entries, as wire bytes (see encoding.py)
+    for name in result.tensor_names():
+        fact = result.facts.get(name)
+        if fact is None or name in known_elsewhere:
+            continue
+        if name in outputs:
+            _write_type(outputs[name].type, fact, result, not input_shapes)
+            continue
+        vi = existing.get(name)
+        if vi is None:
+            if fact.type_proto is not None:
+                vi = g.value_info.add()
+                vi.name = name
+                vi.type.CopyFrom(type_from_fact(fact))
+            elif fact.dtype:
+                appended.append(tensor_value_info(name, fact.dtype, fact.shape))
+            continue
+        _write_type(vi.type, fact, result, not input_shapes)
+    if appended:
+        out.MergeFromString(graph_patch(appended))
+    return out

@@ -1,0 +1,161 @@
+"""The result of inference: every tensor's facts, the diagnostics and the minted symbols, with
+the views the CLI and the checker read (classification, declared dims, a JSON dict)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from onnx import ModelProto
+
+from ..symbolic import Dim, free_symbols, to_str
+from .engine import Engine
+from .facts import Fact, dtype_name
+
+RESHAPE_LIKE = ("Expand", "Reshape", "Tile")
+
+
+class InferenceResult:
+    """What inference found: every tensor's facts, the diagnostics and the minted symbols."""
+
+    def __init__(self, model: ModelProto, engine: Engine):
+        self.model = model
+        self.facts: dict = engine.facts
+        self.diagnostics: list = engine.diagnostics
+        self.minted: dict = dict(engine.minted)
+        self._produced: list = engine.produced
+        self.assumptions: list = (
+            ["no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)"] if engine.assume_nonempty else []
+        )
+
+    def fact(self, name: str) -> Optional[Fact]:
+        return self.facts.get(name)
+
+    def shape(self, name: str) -> Optional[tuple]:
+        """The dims of tensor ``name`` (ints and Exprs), or None when its rank is unknown."""
+        f = self.facts.get(name)
+        return None if f is None else f.shape
+
+    def shape_strs(self, name: str) -> Optional[list]:
+        s = self.shape(name)
+        return None if s is None else [to_str(d) for d in s]
+
+    def classify(self, name: str) -> str:
+        """'static' (all ints), 'symbolic' (expressions over known symbols) or 'unknown'."""
+        s = self.shape(name)
+        if s is None:
+            return "unknown"
+        if all(isinstance(d, int) for d in s):
+            return "static"
+        if any(self.is_unknown_dim(d) for d in s):
+            return "unknown"
+        return "symbolic"
+
+    def is_unknown_dim(self, d: Dim) -> bool:
+        """True when d involves a symbol minted for a dim that no rule could express."""
+        return any(s in self.minted for s in free_symbols(d))
+
+    def declared_dims(self) -> list:
+        """How the dims declared on graph outputs and value_info compare with inference.
+
+        One entry per declared dim that says something inference also knows: ``same`` (equal),
+        ``equal`` (a declared name for a dim inference expresses otherwise: ``seq_plus_1`` is
+        ``seq+1``), or ``conflict`` (a declared size inference proves different)."""
+        from .protos import declared_size, dim_from_param, parse_dim_param, written_by_shapeinfer
+
+        read = parse_dim_param if written_by_shapeinfer(self.model) else dim_from_param
+        out = []
+        g = self.model.graph
+        for vi in list(g.output) + list(g.value_info):
+            fact = self.facts.get(vi.name)
+            if fact is None or fact.shape is None or not vi.type.HasField("tensor_type"):
+                continue
+            dims = vi.type.tensor_type.shape.dim
+            if not vi.type.tensor_type.HasField("shape") or len(dims) != len(fact.shape):
+                continue
+            for axis, (d, ours) in enumerate(zip(dims, fact.shape)):
+                size = declared_size(d)
+                if self.is_unknown_dim(ours) or not (d.dim_param or size is not None):
+                    continue
+                declared = d.dim_param or str(size)
+                theirs = size if size is not None else read(d.dim_param)
+                if str(theirs) == str(ours):
+                    kind = "same"
+                elif isinstance(theirs, int) and isinstance(ours, int):
+                    kind = "conflict"
+                else:
+                    kind = "equal"
+                out.append({"tensor": vi.name, "axis": axis, "declared": declared, "inferred": to_str(ours), "kind": kind})
+        return out
+
+    def input_symbols(self) -> set:
+        """The symbols the graph inputs' dims are made of."""
+        init = {t.name for t in self.model.graph.initializer}
+        out: set = set()
+        for i in self.model.graph.input:
+            f = self.facts.get(i.name)
+            if i.name not in init and f is not None and f.shape is not None:
+                for d in f.shape:
+                    out |= free_symbols(d)
+        return out
+
+    def symbols(self) -> list:
+        """The symbols in use in the main graph's shapes (minted ones included), sorted."""
+        out: set = set()
+        for f in self.facts.values():
+            if f is not None and f.shape is not None:
+                for d in f.shape:
+                    out |= free_symbols(d)
+        return sorted(out)
+
+    def reshape_like_nodes(self) -> list:
+        """The Expand/Reshape/Tile nodes of the main graph, in graph order."""
+        return [n for n in self.model.graph.node if n.op_type in RESHAPE_LIKE and n.domain in ("", "ai.onnx")]
+
+    def to_dict(self, all_tensors: bool = False) -> dict:
+        g = self.model.graph
+
+        def tensor(name):
+            f = self.facts.get(name)
+            return {
+                "name": name,
+                "dtype": dtype_name(f.dtype) if f is not None and f.dtype else None,
+                "shape": self.shape_strs(name),
+                "kind": self.classify(name),
+            }
+
+        init = {t.name for t in g.initializer}
+        out = {
+            "inputs": [tensor(i.name) for i in g.input if i.name not in init],
+            "outputs": [tensor(o.name) for o in g.output],
+            "nodes": [
+                {
+                    "name": n.name,
+                    "op_type": n.op_type,
+                    "inputs": [tensor(i) if i else None for i in n.input],
+                    "outputs": [tensor(o) for o in n.output if o],
+                }
+                for n in self.reshape_like_nodes()
+            ],
+            "summary": self.summary(),
+            "assumptions": list(self.assumptions),
+            "declared_dims": [d for d in self.declared_dims() if d["kind"] != "same"],
+            "diagnostics": [d.as_dict() for d in self.diagnostics],
+        }
+        if all_tensors:
+            out["tensors"] = [tensor(name) for name in self.tensor_names()]
+        return out
+
+    def tensor_names(self) -> list:
+        """Every tensor of the main graph that a node produces, in the order inferred."""
+        return list(self._produced)
+
+    def summary(self) -> dict:
+        counts = {"static": 0, "symbolic": 0, "unknown": 0}
+        for name in self.tensor_names():
+            counts[self.classify(name)] += 1
+        symbols = self.symbols()
+        return {
+            **counts,
+            "symbols": [s for s in symbols if s not in self.minted],
+            "minted_symbols": [s for s in symbols if s in self.minted],
+        }
