@@ -136,7 +136,7 @@ def _echo_report(text: str, dest) -> None:
 def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_nonempty, external_data, size_threshold):
     """Infer and print the shapes of MODEL."""
     import shapeinfer
-    from shapeinfer.checker.run import validate_structure
+    from shapeinfer.graph.structure import validate_structure
     from shapeinfer.modelio.writer import check_model_destination, write_model
 
     from .render import render_table
@@ -307,7 +307,7 @@ def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty):
     Exit codes: 0 every model is clean (warnings allowed unless --strict),
                 1 some model has an error, 2 usage error or an unreadable model.
     """
-    from shapeinfer.checker.run import check_many, exit_code, render_json, render_junit, render_text
+    from shapeinfer.checker import check_many, exit_code, render_json, render_junit, render_text
     from shapeinfer.modelio.writer import resolve_destination, write_bytes
 
     dest = None

@@ -9,15 +9,15 @@ from .errors import ExternalDataError, ModelLoadError, ShapeInferenceError
 
 
 def optimize(model, **options):
-    """The optimised model; see shapeinfer.optimizer.manager.optimize for the options."""
-    from .optimizer.manager import optimize as _optimize
+    """The optimised model; see shapeinfer.optimizer.optimize for the options."""
+    from .optimizer import optimize as _optimize
 
     return _optimize(model, **options)
 
 
 def check(model, **options):
-    """A CheckReport of the model's findings; see shapeinfer.checker.run.check for the options."""
-    from .checker.run import check as _check
+    """A CheckReport of the model's findings; see shapeinfer.checker.check for the options."""
+    from .checker import check as _check
 
     return _check(model, **options)
 

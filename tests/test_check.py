@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper, parser
 
 import shapeinfer
-from shapeinfer.checker.run import check
+from shapeinfer.checker import check
 from shapeinfer_cli.main import cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -322,7 +322,7 @@ def test_a_bug_on_one_model_fails_that_model_and_the_run_goes_on(monkeypatch, tm
     def boom(*a, **k):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(checker, "_declared", boom)
+    monkeypatch.setattr(checker, "declared_shapes", boom)
     good = os.path.join(FIXTURES, "tiny_bert.onnx")
     reports = checker.check_many([good, good])
     assert [r.exit_code for r in reports] == [1, 1]

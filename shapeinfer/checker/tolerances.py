@@ -57,11 +57,11 @@ def graphs_of(model: ModelProto) -> list:
 
 
 def _sort_graphs(model: ModelProto, match, facts) -> bool:
-    from ..infer.engine import _topological
+    from ..graph.structure import topological_order
 
     for graph in graphs_of(model):  # inner graphs first: their parents copy sorted ones
         ordered = []
-        for n in _topological(list(graph.node), {}):  # a cycle was refused before the checker ran
+        for n in topological_order(list(graph.node)):  # a cycle was refused before the checker ran
             c = type(n)()
             c.CopyFrom(n)
             ordered.append(c)

@@ -8,6 +8,7 @@ from onnx import AttributeProto, TensorProto, helper
 
 from ..errors import ShapeInferenceError
 from ..symbolic import Expr, provably_positive
+from ..graph.structure import node_label
 from .facts import Fact, dtype_name, shape_str
 
 _MISSING = object()
@@ -119,11 +120,3 @@ class NodeContext:
         return ShapeInferenceError(
             message, node_name=self.name, op_type=self.op_type, input_shapes=self.input_shapes()
         )
-
-
-def node_label(node) -> str:
-    """A node's name, or for an unnamed one what identifies it: its first output."""
-    if node.name:
-        return node.name
-    first = next((o for o in node.output if o), "")
-    return f"<unnamed, output {first!r}>" if first else "<unnamed>"

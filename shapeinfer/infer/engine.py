@@ -21,11 +21,13 @@ from ..errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
 from ..symbolic import Dim, ExpressionTooLarge, add, provably_positive, substitute, sym
 from ..symbolic.expr import Expr, _atom_dim
 from . import ops  # noqa: F401  (registers the rules)
-from .context import NodeContext, node_label
+from ..graph.structure import node_label, topological_order
+from .context import NodeContext
 from ..semantics import INT_RANGES, wrap_int
 from .facts import Fact, obj_array
 from .fallback import infer_with_onnx
-from .protos import dim_from_param, fact_from_type, parse_dim_param, tensor_problem, value_from_tensor, written_by_shapeinfer
+from ..modelio.tensors import tensor_problem
+from .protos import dim_from_param, fact_from_type, parse_dim_param, value_from_tensor, written_by_shapeinfer
 from .registry import lookup, normalize_domain
 
 _NON_NAME = re.compile(r"[^A-Za-z0-9_]")
@@ -302,7 +304,7 @@ class Engine:
                     if later is None:
                         later = {o for m in order[i:] for o in m.output if o}
                     if n in later:
-                        order = list(order[:i]) + _topological(list(order[i:]), facts)
+                        order = list(order[:i]) + topological_order(list(order[i:]))
                         later = set()
                         node = order[i]
                         break
@@ -529,55 +531,6 @@ def _input_symbol_names(graph, init_names: set, input_shapes: dict) -> set:
                 if d.dim_param:
                     names.add(d.dim_param)  # an opaque name
     return names
-
-
-def _topological(nodes, facts) -> list:
-    """The nodes in an order where each runs after its producers (the given order if it is one)."""
-    nodes = list(nodes)
-    produced = {o for n in nodes for o in n.output if o}
-    available = set()
-    ordered = True
-    for n in nodes:
-        for i in n.input:
-            if i and i in produced and i not in available:
-                ordered = False
-                break
-        if not ordered:
-            break
-        available.update(n.output)
-    if ordered:
-        return nodes
-    # Kahn's algorithm, stable with respect to the given order.
-    producer = {}
-    for idx, n in enumerate(nodes):
-        for o in n.output:
-            if o:
-                producer[o] = idx
-    deps = [set(producer[i] for i in n.input if i in producer and producer[i] != idx) for idx, n in enumerate(nodes)]
-    users: dict = {}
-    for idx, ds in enumerate(deps):
-        for d in ds:
-            users.setdefault(d, []).append(idx)
-    pending = [len(ds) for ds in deps]
-    import heapq
-
-    ready = [i for i, p in enumerate(pending) if p == 0]
-    heapq.heapify(ready)
-    out = []
-    while ready:
-        i = heapq.heappop(ready)
-        out.append(nodes[i])
-        for u in users.get(i, ()):
-            pending[u] -= 1
-            if pending[u] == 0:
-                heapq.heappush(ready, u)
-    if len(out) != len(nodes):
-        stuck = [nodes[i] for i, p in enumerate(pending) if p > 0]
-        n = stuck[0]
-        raise ShapeInferenceError(
-            "the graph has a cycle through this node (it is not a DAG)", node_name=n.name, op_type=n.op_type
-        )
-    return out
 
 
 __all__ = ["Engine", "Diagnostic"]

@@ -30,6 +30,7 @@ from typing import Iterable, Optional
 
 from onnx import ModelProto, TensorProto, numpy_helper
 
+from .tensors import TYPED_FIELDS
 from .external import (check_external_data, external_data_files, external_info, external_range, external_tensors,
                        resolve_location, tensor_nbytes)
 
@@ -43,7 +44,6 @@ PAGE = 4096  # large tensors start on a page boundary (runtimes can map them)
 INLINE_ELEMENTS = 64
 _ZEROS = bytes(CHUNK_BYTES)
 
-_TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
 
 
 class OutputError(ValueError):
@@ -226,7 +226,7 @@ def _payload(t: TensorProto) -> Optional[bytes]:
     """The raw little-endian bytes of an inline tensor, or None (strings)."""
     if t.data_type in (0, TensorProto.STRING, TensorProto.UNDEFINED):
         return None
-    if t.HasField("raw_data") or not any(len(getattr(t, f)) for f in _TYPED_FIELDS):
+    if t.HasField("raw_data") or not any(len(getattr(t, f)) for f in TYPED_FIELDS):
         return t.raw_data
     return numpy_helper.from_array(numpy_helper.to_array(t)).raw_data
 
@@ -310,7 +310,7 @@ def _layout(ext: list, moved: list, name: str) -> _Plan:
         at = _align(pos, len(data))
         inline.append((data, at))
         pos = at + len(data)
-        for f in _TYPED_FIELDS + ("raw_data",):
+        for f in TYPED_FIELDS + ("raw_data",):
             t.ClearField(f)
         _set_external(t, name, at, len(data))
     return _Plan(copies, inline, pos, tensors=len(ext) + len(moved))

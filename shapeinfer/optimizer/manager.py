@@ -17,7 +17,7 @@ from onnx import AttributeProto, ModelProto, helper
 
 from ..api import infer
 from ..modelio.load import load_model
-from ..checker.run import validate_structure
+from ..graph.structure import validate_structure
 from ..infer.engine import paused_gc
 from ..infer.protos import clear_negative_dims
 from ..fold.folder import DEFAULT_BUDGET_BYTES

@@ -1,0 +1,72 @@
+"""What a check finds: a finding (severity, code, node, op, one line), a model's report, and the
+exit code of a run over several models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ERROR, WARNING = "error", "warning"
+INT64_MAX = 2**63 - 1
+HUGE_ELEMENTS = 10**12  # a warning: no real deployment materialises a tensor this large
+
+
+@dataclass
+class Finding:
+    severity: str
+    code: str
+    message: str
+    node: str = ""
+    op: str = ""
+
+    def as_dict(self) -> dict:
+        return {"severity": self.severity, "code": self.code, "node": self.node, "op": self.op, "message": self.message}
+
+    def line(self) -> str:
+        where = f"{self.node or '<unnamed>'} ({self.op}): " if self.op else ""
+        return f"{self.severity}: [{self.code}] {where}{self.message}"
+
+
+@dataclass
+class CheckReport:
+    path: str
+    findings: list = field(default_factory=list)
+    nodes: int = 0
+    seconds: float = 0.0
+    strict: bool = False
+    unreadable: bool = False
+    assume_nonempty: bool = False
+
+    def add(self, severity, code, message, node="", op="") -> None:
+        self.findings.append(Finding(severity, code, message, node or "", op or ""))
+
+    @property
+    def errors(self) -> list:
+        return [f for f in self.findings if f.severity == ERROR or (self.strict and f.severity == WARNING)]
+
+    @property
+    def warnings(self) -> list:
+        return [] if self.strict else [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.unreadable else (0 if self.ok else 1)
+
+    def summary(self) -> str:
+        state = "unreadable" if self.unreadable else ("ok" if self.ok else "FAILED")
+        return (f"{self.path}: {state} -- {len(self.errors)} error(s), {len(self.warnings)} warning(s), "
+                f"{self.nodes} nodes, {self.seconds:.2f} s")
+
+    def as_dict(self) -> dict:
+        return {"model": self.path, "ok": self.ok, "exit_code": self.exit_code, "nodes": self.nodes,
+                "errors": len(self.errors), "warnings": len(self.warnings), "seconds": round(self.seconds, 3),
+                "findings": [f.as_dict() for f in self.findings]}
+
+
+def exit_code(reports: list) -> int:
+    if any(r.unreadable for r in reports):
+        return 2
+    return 0 if all(r.ok for r in reports) else 1

@@ -1,0 +1,127 @@
+"""The checker's shape findings: declared shapes inference contradicts, and per node the
+tensors too large to count, the forced broadcasts and the dims no rule could express."""
+
+from __future__ import annotations
+
+from ..graph.structure import node_label
+from ..infer.facts import shape_str
+from ..infer.protos import declared_size
+from ..symbolic import Expr, atoms, bounds, free_symbols, provably_positive, sub, to_str
+from ..symbolic.search import binding_str, broadcasts, counterexample, holds
+from .findings import ERROR, HUGE_ELEMENTS, INT64_MAX, WARNING, CheckReport
+
+def declared_shapes(result, report: CheckReport, engine=None) -> None:
+    """Declared shapes on outputs/value_info that inference proves different (or equal only
+    for some sizes, when the declared dim is an expression over the input symbols)."""
+    inputs = result.input_symbols()
+    g = result.model.graph
+    producers = {o: n for n in g.node for o in n.output}
+    for vi in list(g.output) + list(g.value_info):
+        fact = result.facts.get(vi.name)
+        if fact is None or fact.shape is None or not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            continue
+        n = producers.get(vi.name)
+        node, op = (node_label(n), n.op_type) if n is not None else ("", "")
+        dims = tt.shape.dim
+        if len(dims) != len(fact.shape):
+            report.add(WARNING, "declared-shape", f"{vi.name!r} is declared with rank {len(dims)}, inferred "
+                       f"{shape_str(fact.shape)} (rank {len(fact.shape)}){_DECLARED_NOTE}", node, op)
+            continue
+        for axis, (d, ours) in enumerate(zip(dims, fact.shape)):
+            if declared_size(d) is not None and not result.is_unknown_dim(ours):
+                theirs = declared_size(d)
+                if isinstance(ours, int) and ours != theirs or (not isinstance(ours, int) and _never(ours, theirs)):
+                    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
+                               f"is {to_str(ours)}, never {theirs}; inferred {shape_str(fact.shape)}{_DECLARED_NOTE}",
+                               node, op)
+                    break
+            elif d.dim_param and engine is not None and not result.is_unknown_dim(ours):
+                # a declared expression over the input symbols is a claim: check it
+                try:
+                    theirs = engine.claim(d.dim_param)
+                except Exception:
+                    continue
+                free = free_symbols(theirs)
+                if not free or not free <= inputs or str(theirs) == str(ours):
+                    continue  # a free name (seq_plus_1) only names the dim
+                diff = sub(ours, theirs)
+                if isinstance(diff, int) or provably_positive(diff) or provably_positive(sub(0, diff)):
+                    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
+                               f"is {to_str(ours)}, never {d.dim_param}; inferred {shape_str(fact.shape)}"
+                               f"{_DECLARED_NOTE}", node, op)
+                    break
+                example = counterexample((ours, theirs), holds("equal", ours, theirs))
+                if example is not None:
+                    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
+                               f"is {to_str(ours)}: equal to {d.dim_param} only for some sizes (not for "
+                               f"{binding_str(example)})", node, op)
+                    break
+
+
+_DECLARED_NOTE = " (onnxruntime runs the model and warns; consumers that trust declared shapes may fail)"
+
+
+def _never(ours, theirs: int) -> bool:
+    lo, hi = bounds(ours)
+    return (lo is not None and lo > theirs) or (hi is not None and hi < theirs)
+
+
+def _declared_str(tt) -> str:
+    return "[" + ",".join(d.dim_param or (str(d.dim_value) if d.HasField("dim_value") else "?") for d in tt.shape.dim) + "]"
+
+
+def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
+    """Forced broadcasts and unknown dims, each at the node that first made it."""
+    seen_bcast: set = set()
+    seen_unknown: set = set()
+    for n in graph.node:
+        new_bcast, new_unknown = [], []
+        for o in n.output:
+            fact = result.facts.get(o) if o else None
+            if fact is None or fact.shape is None:
+                continue
+            if all(type(d) is int for d in fact.shape):
+                count = 1
+                for d in fact.shape:
+                    count *= d
+                if count > INT64_MAX:
+                    report.add(ERROR, "int64-overflow", f"output {o!r} of shape {shape_str(fact.shape)} would have "
+                               f"{count:.3g} elements, more than int64 can count", node_label(n), n.op_type)
+                elif count >= HUGE_ELEMENTS:
+                    report.add(WARNING, "huge-tensor", f"output {o!r} of shape {shape_str(fact.shape)} has "
+                               f"{count:.3g} elements", node_label(n), n.op_type)
+            for d in fact.shape:
+                if not isinstance(d, Expr):
+                    continue
+                for atom in atoms(d):
+                    if atom.kind == "bcast" and atom not in seen_bcast:
+                        seen_bcast.add(atom)
+                        if not any(result.is_unknown_dim(a) for a in atom.args):
+                            new_bcast.append(atom)
+                    elif atom.kind == "sym" and atom.args[0] in result.minted and atom.args[0] not in seen_unknown:
+                        seen_unknown.add(atom.args[0])
+                        if not result.minted[atom.args[0]].startswith("input "):
+                            new_unknown.append(atom.args[0])
+        for atom in new_bcast:
+            if counterexample(atom.args, broadcasts(atom.args), nonempty) is None:
+                continue
+            report.add(WARNING, "forced-broadcast", f"broadcasting holds only when {_equal_condition(atom.args)} "
+                       f"(inferred as bcast({', '.join(to_str(a) for a in atom.args)}))", node_label(n), n.op_type)
+        if new_unknown:
+            report.add(WARNING, "unknown-dims", f"output dims no rule could express: {', '.join(new_unknown)}",
+                       node_label(n), n.op_type)
+
+
+def _equal_condition(args) -> str:
+    """The condition under which dims broadcast together, said simply where it is simple."""
+    if len(args) == 2:
+        for a, b in (args, args[::-1]):
+            if getattr(b, "terms", None) and len(b.terms) == 1 and b.terms[0][1] == 1 and len(b.terms[0][0]) == 1:
+                atom, power = b.terms[0][0][0]
+                if power == 1 and atom.kind in ("min", "max") and a in atom.args and len(atom.args) == 2:
+                    other = atom.args[1] if atom.args[0] == a else atom.args[0]
+                    return f"{to_str(a)} {'<=' if atom.kind == 'min' else '>='} {to_str(other)} (or one of them is 1)"
+    return " and ".join(to_str(a) for a in args) + " are equal (or 1)"

@@ -1,0 +1,1 @@
+"""Graph structure: validity (structure), topological order, node naming."""

@@ -1,0 +1,199 @@
+"""Graph structure: every tensor produced once, every input produced by something, no cycle
+(subgraphs too), checked before anything else reads a graph; the topological order the
+engine walks in; and how a node is named in messages.
+
+``structure_problems`` lists every problem (``check`` reports them all), ``validate_structure``
+raises for the first (``infer`` and ``optimize`` refuse such a model before doing anything)."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Optional
+
+import onnx
+from onnx import ModelProto
+
+from ..errors import ModelLoadError, ShapeInferenceError
+from ..modelio.tensors import tensor_problem
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: str  # duplicate-output, duplicate-node-name, dangling-input, not-a-dag, initializer
+    message: str
+    node: str = ""
+    op: str = ""
+
+
+def structure_problems(graph) -> list:
+    """Every structural problem of a graph and its subgraphs, in the order found."""
+    found: list = []
+    _walk(graph, set(), lambda code, message, node="", op="": found.append(Problem(code, message, node or "", op or "")))
+    return found
+
+
+def validate_structure(model: ModelProto) -> None:
+    """Raise ShapeInferenceError for the first structural error (a tensor produced twice, an
+    input nothing produces, a cycle): what infer/optimize refuse before doing anything."""
+    problems = structure_problems(model.graph)
+    if problems:
+        p = problems[0]
+        raise ShapeInferenceError(f"[{p.code}] {p.message}", node_name=p.node, op_type=p.op)
+
+
+def node_label(node) -> str:
+    """A node's name, or for an unnamed one what identifies it: its first output."""
+    if node.name:
+        return node.name
+    first = next((o for o in node.output if o), "")
+    return f"<unnamed, output {first!r}>" if first else "<unnamed>"
+
+
+def _walk(graph, outer: set, add) -> bool:
+    """Duplicate producers, dangling inputs, cycles (subgraphs too). True if any was found.
+
+    One pass over the nodes (their inputs and outputs read from the protobuf once); the cycle
+    search runs only when the nodes are not already in topological order."""
+    found = False
+    where = "" if not outer else " (in a subgraph)"
+    nodes = list(graph.node)
+    ins = [list(n.input) for n in nodes]
+    for n, names in zip(nodes, ins):
+        if not all(type(x) is str for x in names) or not all(type(x) is str for x in n.output):
+            raise ModelLoadError(f"node {n.name!r} ({n.op_type}): a tensor name is not valid UTF-8; the file is corrupt")
+    producer: dict = {}  # tensor name -> index of its node, -1 for a graph input or initializer
+    for t in graph.input:
+        producer[t.name] = -1
+    for t in graph.initializer:
+        producer.setdefault(t.name, -1)
+        problem = tensor_problem(t)
+        if problem:
+            add("initializer", f"initializer {t.name!r}{where}: {problem}")
+            found = True
+    for t in graph.sparse_initializer:
+        producer.setdefault(t.values.name, -1)
+    named: dict = {}
+    for n in nodes:
+        if n.name and named.setdefault(n.name, n) is not n:
+            add("duplicate-node-name", f"another node of this graph{where} has the same name "
+                       f"({named[n.name].op_type}); onnxruntime refuses a model with two nodes of one name",
+                       n.name, n.op_type)
+            found = True
+    for k, n in enumerate(nodes):
+        for o in n.output:
+            if not o:
+                continue
+            other = producer.get(o)
+            if other is None:
+                producer[o] = k
+                continue
+            what = (f"node {nodes[other].name!r} ({nodes[other].op_type})" if other >= 0
+                    else "a graph input or initializer")
+            add("duplicate-output", f"its output {o!r} is also produced by {what}{where}", node_label(n), n.op_type)
+            found = True
+    in_order = True
+    for k, names in enumerate(ins):
+        for i in names:
+            if not i:
+                continue
+            p = producer.get(i)
+            if p is None:
+                if i not in outer:
+                    n = nodes[k]
+                    add("dangling-input", f"input {i!r} is produced by no node, graph input or "
+                               f"initializer{where}", node_label(n), n.op_type)
+                    found = True
+            elif p >= k:
+                in_order = False
+    for o in graph.output:
+        if o.name not in producer and o.name not in outer:
+            add("dangling-input", f"graph output {o.name!r} is produced by nothing{where}")
+            found = True
+    cycle = None if in_order else find_cycle(nodes, ins, producer)
+    if cycle is not None:
+        add("not-a-dag", f"the graph has a cycle through this node{where}: "
+                   + " -> ".join(repr(c.name or c.op_type) for c in cycle), cycle[0].name, cycle[0].op_type)
+        found = True
+    names = None
+    for n in nodes:
+        for a in n.attribute:
+            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+            for g in subs:
+                names = names if names is not None else set(producer) | outer
+                found |= _walk(g, names, add)
+    return found
+
+
+def find_cycle(nodes, ins, producer: dict) -> Optional[list]:
+    """Some cycle of nodes (as a list) if the nodes' data dependencies have one."""
+    deps = [{producer[i] for i in names if i and producer.get(i, -1) >= 0} for names in ins]
+    color = [0] * len(deps)  # 0 new, 1 on the stack, 2 done
+    for start in range(len(deps)):
+        if color[start]:
+            continue
+        stack = [(start, iter(deps[start]))]
+        color[start] = 1
+        path = [start]
+        while stack:
+            k, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[k] = 2
+                stack.pop()
+                path.pop()
+            elif color[nxt] == 1:
+                loop = path[path.index(nxt):]
+                return [nodes[j] for j in reversed(loop)]
+            elif color[nxt] == 0:
+                color[nxt] = 1
+                stack.append((nxt, iter(deps[nxt])))
+                path.append(nxt)
+    return None
+
+
+def topological_order(nodes) -> list:
+    """The nodes in an order where each runs after its producers (the given order if it is one)."""
+    nodes = list(nodes)
+    produced = {o for n in nodes for o in n.output if o}
+    available = set()
+    ordered = True
+    for n in nodes:
+        for i in n.input:
+            if i and i in produced and i not in available:
+                ordered = False
+                break
+        if not ordered:
+            break
+        available.update(n.output)
+    if ordered:
+        return nodes
+    # Kahn's algorithm, stable with respect to the given order.
+    producer = {}
+    for idx, n in enumerate(nodes):
+        for o in n.output:
+            if o:
+                producer[o] = idx
+    deps = [set(producer[i] for i in n.input if i in producer and producer[i] != idx) for idx, n in enumerate(nodes)]
+    users: dict = {}
+    for idx, ds in enumerate(deps):
+        for d in ds:
+            users.setdefault(d, []).append(idx)
+    pending = [len(ds) for ds in deps]
+    ready = [i for i, p in enumerate(pending) if p == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(nodes[i])
+        for u in users.get(i, ()):
+            pending[u] -= 1
+            if pending[u] == 0:
+                heapq.heappush(ready, u)
+    if len(out) != len(nodes):
+        stuck = [nodes[i] for i, p in enumerate(pending) if p > 0]
+        n = stuck[0]
+        raise ShapeInferenceError(
+            "the graph has a cycle through this node (it is not a DAG)", node_name=n.name, op_type=n.op_type
+        )
+    return out

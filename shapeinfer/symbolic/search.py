@@ -1,0 +1,76 @@
+"""Counterexamples: a binding of the symbols, from a fixed and deterministic set of probes, under
+which a condition between dims fails -- what ``check`` reports as "it fails for seq=3"."""
+
+from __future__ import annotations
+
+import random
+from typing import Optional
+
+from .expr import EvaluationError, atoms, evaluate, free_symbols
+
+PROBES = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 33, 63, 64, 65, 100, 127, 128, 224, 255, 256,
+          257, 384, 511, 512, 1000, 1023, 1024, 4096)
+
+
+def holds(kind, a, b):
+    """A test of a binding: a == b ("equal"), or a is a multiple of b (otherwise)."""
+    def equal(binding):
+        return evaluate(a, binding) == evaluate(b, binding)
+
+    def multiple(binding):
+        x, y = evaluate(a, binding), evaluate(b, binding)
+        if y == 0:
+            raise ZeroDivisionError  # a -1 beside a zero dim: another rule, not this binding
+        return x % y == 0
+
+    return equal if kind == "equal" else multiple
+
+
+def broadcasts(args):
+    """A test of a binding: the dims broadcast together (all equal but for 1s)."""
+    def holds(binding):
+        return len({evaluate(x, binding) for x in args} - {1}) <= 1
+
+    return holds
+
+
+def counterexample(dims, holds, nonempty=()) -> Optional[dict]:
+    """A binding of the symbols (within their bounds) for which holds() is False, or None when
+    none of a fixed, deterministic set of probes breaks it. ``nonempty``: dims that must stay
+    at least 1 (the tensor dims, under assume_nonempty) -- bindings that break them are out."""
+    lows: dict = {}
+    for d in dims:
+        for atom in atoms(d):
+            if atom.kind == "sym":
+                lows[atom.args[0]] = max(lows.get(atom.args[0], 0), atom.lo)
+    names = sorted(lows)
+    rng = random.Random(len(names))
+    tries = [{n: v for n in names} for v in PROBES]
+    tries += [{n: rng.choice(PROBES) for n in names} for _ in range(300 if len(names) > 1 else 0)]
+    for binding in tries:
+        if any(binding[n] < lows[n] for n in names):
+            continue
+        try:
+            if not holds(binding) and _allowed(binding, nonempty):
+                return binding
+        except (EvaluationError, ZeroDivisionError, ArithmeticError):
+            continue
+    return None
+
+
+def _allowed(binding, nonempty) -> bool:
+    """False when the binding makes some tensor empty (under assume_nonempty). A dim that has
+    no value there -- it sits after a broadcast that fails at that binding -- says nothing: the
+    run stops before that tensor exists."""
+    for d in nonempty:
+        if free_symbols(d) <= binding.keys():
+            try:
+                if evaluate(d, binding) < 1:
+                    return False
+            except (EvaluationError, ArithmeticError):
+                continue
+    return True
+
+
+def binding_str(binding: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in binding.items()) or "every binding"
