@@ -9,7 +9,8 @@ from onnx import TensorProto, TypeProto, helper, numpy_helper
 
 from ..errors import ODD_INPUT_ERRORS
 from ..symbolic import Dim, ParseError, parse, sym, to_str
-from .facts import INT_TYPES, UNKNOWN, Fact, value_from_numpy
+from ..modelio.external import read_small_tensor
+from .facts import INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, value_from_numpy
 
 # metadata_props entry of a model shapeinfer wrote: its dim_params use the printed syntax.
 DIM_SYNTAX_KEY = "shapeinfer.dim_syntax"
@@ -144,11 +145,11 @@ def tensor_from_value(fact: Fact, name: str) -> Optional[TensorProto]:
 
 def value_from_tensor(tensor: TensorProto, base_dir: Optional[str] = None) -> Optional[np.ndarray]:
     """The tracked value of a small constant tensor. External data is read only for a small
-    integer tensor inside base_dir (see shapeinfer/external.py); weights never are."""
+    integer tensor inside base_dir (see shapeinfer/modelio/external.py); weights never are."""
     if tensor.data_location == TensorProto.EXTERNAL:
-        from ..modelio.external import read_small_int_tensor
-
-        arr = read_small_int_tensor(tensor, base_dir)
+        if tensor.data_type not in INT_TYPES:
+            return None
+        arr = read_small_tensor(tensor, base_dir, MAX_VALUE_ELEMENTS)
         return None if arr is None else value_from_numpy(arr, tensor.data_type)
     n = 1
     for d in tensor.dims:

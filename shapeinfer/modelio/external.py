@@ -15,7 +15,6 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from ..errors import ExternalDataError
-from ..infer.facts import INT_TYPES, MAX_VALUE_ELEMENTS
 
 
 def external_info(tensor: TensorProto) -> dict:
@@ -33,14 +32,16 @@ def resolve_location(base_dir: str, location: str) -> Optional[str]:
     return path
 
 
-def read_small_int_tensor(tensor: TensorProto, base_dir: Optional[str]) -> Optional[np.ndarray]:
-    """The values of a small external integer tensor, or None (not small, not int, unsafe)."""
-    if base_dir is None or tensor.data_type not in INT_TYPES:
+def read_small_tensor(tensor: TensorProto, base_dir: Optional[str], max_elements: int) -> Optional[np.ndarray]:
+    """The values of an external tensor of at most max_elements, or None (larger, unsafe, not
+    the bytes its dims need). The caller decides which tensors are worth reading and passes only
+    types with a fixed NumPy layout (inference: small integer tensors)."""
+    if base_dir is None:
         return None
     n = 1
     for d in tensor.dims:
         n *= d
-    if n > MAX_VALUE_ELEMENTS:
+    if n > max_elements:
         return None
     info = external_info(tensor)
     path = resolve_location(base_dir, info.get("location", ""))
