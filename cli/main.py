@@ -2,7 +2,9 @@
 
 ``shapeinfer MODEL`` is the same as ``shapeinfer infer MODEL``; the group leaves room for more
 commands beside ``infer``. Errors become one line on stderr and an exit code in :func:`main`:
-1 for an invalid model, 2 for bad usage or an unreadable file.
+1 for an invalid model (``check``: a model with errors; ``optimize --verify``: a difference),
+2 for bad usage, an unreadable file or nothing compared, 3 for an internal error (a bug of ours,
+one line instead of a traceback), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import click
 
 EXIT_INVALID_MODEL = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3
 
 
 class DefaultGroup(click.Group):
@@ -273,21 +276,27 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
                          signed_zeros=not ignore_signed_zero, base_dir=model_dir)
     progress.done()
     if verdict is not None and not verdict.ok:
-        data = {**report.as_dict(), "verify": verdict.as_dict(), "written": None}
-        click.echo(json.dumps(data, indent=2) if as_json else render_optimize(report, model_path, output, explain, verdict))
+        click.echo(_optimize_json(report, verdict, None) if as_json
+                   else render_optimize(report, model_path, output, explain, verdict))
         message, code = verify_failure(verdict, model)
         click.echo(f"error: {message}", err=True)
         raise SystemExit(code)
     written = write_model(optimized, output, source_dir=model_dir, external_data=external_data,
                           size_threshold=threshold, protected=inputs)
     if as_json:
-        data = report.as_dict()
-        if verdict is not None:
-            data["verify"] = verdict.as_dict()
-        data["written"] = written.as_dict()
-        _echo_report(json.dumps(data, indent=2), dest)
+        _echo_report(_optimize_json(report, verdict, written), dest)
     else:
         _echo_report(render_optimize(report, model_path, output, explain, verdict, written), dest)
+
+
+def _optimize_json(report, verdict, written) -> str:
+    """The JSON report of ``optimize``: the passes' report, the verdict of --verify (when it
+    ran) and what was written (null when nothing was)."""
+    data = report.as_dict()
+    if verdict is not None:
+        data["verify"] = verdict.as_dict()
+    data["written"] = written.as_dict() if written is not None else None
+    return json.dumps(data, indent=2)
 
 
 @cli.command("check")
@@ -420,7 +429,7 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     except Exception as e:  # an internal error still gets one line, not a traceback
         click.echo(f"error: internal error ({type(e).__name__}: {e}); please report it", err=True)
-        return 3
+        return EXIT_INTERNAL
     return 0
 
 

@@ -16,13 +16,8 @@ def declared_shapes(result, report: CheckReport, engine=None) -> None:
     inputs = result.input_symbols()
     g = result.model.graph
     producers = {o: n for n in g.node for o in n.output}
-    for vi in list(g.output) + list(g.value_info):
-        fact = result.facts.get(vi.name)
-        if fact is None or fact.shape is None or not vi.type.HasField("tensor_type"):
-            continue
+    for vi, fact in result.declared_shapes():
         tt = vi.type.tensor_type
-        if not tt.HasField("shape"):
-            continue
         n = producers.get(vi.name)
         node, op = (node_label(n), n.op_type) if n is not None else ("", "")
         dims = tt.shape.dim

@@ -154,7 +154,7 @@ def value_from_tensor(tensor: TensorProto, base_dir: Optional[str] = None) -> Op
     n = 1
     for d in tensor.dims:
         n *= d
-    if n > 4096:
+    if n > MAX_VALUE_ELEMENTS:
         return None
     if tensor.data_type not in INT_TYPES and tensor.data_type != TensorProto.BOOL:
         if tensor.data_type not in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16):

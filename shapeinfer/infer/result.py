@@ -54,6 +54,18 @@ class InferenceResult:
         """True when d involves a symbol minted for a dim that no rule could express."""
         return any(s in self.minted for s in free_symbols(d))
 
+    def declared_shapes(self):
+        """(value_info, fact) for each graph output and value_info entry of the main graph that
+        declares a tensor shape where inference knows the rank: what declarations are compared
+        with (here and by the checker)."""
+        g = self.model.graph
+        for vi in list(g.output) + list(g.value_info):
+            fact = self.facts.get(vi.name)
+            if fact is None or fact.shape is None or not vi.type.HasField("tensor_type"):
+                continue
+            if vi.type.tensor_type.HasField("shape"):
+                yield vi, fact
+
     def declared_dims(self) -> list:
         """How the dims declared on graph outputs and value_info compare with inference.
 
@@ -64,13 +76,9 @@ class InferenceResult:
 
         read = parse_dim_param if written_by_shapeinfer(self.model) else dim_from_param
         out = []
-        g = self.model.graph
-        for vi in list(g.output) + list(g.value_info):
-            fact = self.facts.get(vi.name)
-            if fact is None or fact.shape is None or not vi.type.HasField("tensor_type"):
-                continue
+        for vi, fact in self.declared_shapes():
             dims = vi.type.tensor_type.shape.dim
-            if not vi.type.tensor_type.HasField("shape") or len(dims) != len(fact.shape):
+            if len(dims) != len(fact.shape):
                 continue
             for axis, (d, ours) in enumerate(zip(dims, fact.shape)):
                 size = declared_size(d)

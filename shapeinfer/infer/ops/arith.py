@@ -26,6 +26,7 @@ from ...symbolic import (
     sub,
 )
 from ...fold.folder import exact_value
+from ...semantics import trunc_div
 from ..facts import UNKNOWN, Fact
 from ..registry import rule
 from ._util import broadcast_shapes, fit_integer_value, value_or_none
@@ -50,10 +51,7 @@ def _dims(fn):
 
 def _int_div(a, b):
     if isinstance(a, int) and isinstance(b, int):
-        if b == 0:
-            return UNKNOWN
-        q = abs(a) // abs(b)
-        return q if (a >= 0) == (b >= 0) else -q
+        return UNKNOWN if b == 0 else trunc_div(a, b)
     if provably_nonneg(a) and provably_nonneg(b):
         return floordiv(a, b)  # b == 0 would fail at run time, so b > 0 here
     if isinstance(b, int) and b > 0:

@@ -19,10 +19,7 @@ def expand_output(ctx, data, spec, length) -> Fact:
     in_shape = data.shape if data is not None else None
     if spec is None and length is None:
         return Fact(dtype=dtype)
-    if in_shape is None:
-        if spec is None:
-            return Fact(dtype=dtype)
-        # The output rank is at least len(spec) but may be larger: unknown.
+    if in_shape is None:  # the output rank is at least the target's but may be larger: unknown
         return Fact(dtype=dtype)
     if spec is None:
         spec = [None] * length
