@@ -177,3 +177,28 @@ def test_an_exception_that_is_not_an_inference_failure_propagates(monkeypatch):
     result = shapeinfer.infer(model)
     assert len(result.shape("y")) == 1  # onnx's inference: the rank, a fresh dim
     assert any("rule failed (IndexError" in d.message for d in result.diagnostics)
+
+
+def test_a_scan_over_an_empty_tensor_of_2_63_rows_is_not_run():
+    """Scan makes one trip per row, even of an empty tensor: a constant [2**63-1, 0] scanned
+    would never end (onnxruntime does not). Folding must not try it; every command stays fast
+    and the shapes are still inferred."""
+    model = onnx.parser.parse_model('''
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2] x) => (float[?] y, float[?,?] z, float[2] w) {
+      s = Constant<value = int64[2] {9223372036854775807, 0}>()
+      c = ConstantOfShape(s)
+      i = Constant<value = int64 {0}>()
+      s0 = Gather<axis = 0>(c, i)
+      y, z = Scan<num_scan_inputs = 1, body = body (float[0] a, float[0] b) => (float[0] a2, float[0] b2) {
+          a2 = Add(a, b)
+          b2 = Mul(b, b)
+      }>(s0, c)
+      w = Relu(x)
+    }''')
+    result = _timed(lambda: shapeinfer.infer(model))
+    assert result.shape("z") == (2**63 - 1, 0)
+    out = _timed(lambda: shapeinfer.optimize(model))
+    assert any(n.op_type == "Scan" for n in out.graph.node)  # not folded
+    report = _timed(lambda: shapeinfer.check(model))
+    assert not [f for f in report.findings if f.code == "internal-error"]

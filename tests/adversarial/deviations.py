@@ -50,6 +50,9 @@ KNOWN = {
         "onnxruntime, ReduceSum/ReduceProd on int64: computed through double -- ReduceSum([2**53+1]) is 2**53, "
         "ReduceSum([-(2**63-1)]) is INT64_MIN, a sum past INT64_MAX saturates; the spec is exact (wrapping) "
         "integer arithmetic. Values only.",
+    "ort-int-fmod-through-double":
+        "onnxruntime, integer Mod with fmod=1: computed through double -- Mod(-(2**63-1), 3) is -2 (the double "
+        "-2**63 mod 3), the spec's truncated remainder is -1. Values only, from 2**53 on.",
     "ort-int64-max-min-wrong":
         "onnxruntime, Max/Min on int64 (opsets 12-18 at least): wrong for some values at or above 2**31 -- "
         "Max(0, 2**31) is 0, Min(0, 2**31) is 2**31, Max(1, 2**31) broadcast is 1 (Max(0, 2**32+5) is right); "
@@ -99,6 +102,10 @@ KNOWN = {
     "ref-pool-same-strided":
         "onnx.reference, pools with auto_pad SAME_UPPER/SAME_LOWER and a stride above 1: fewer outputs than "
         "the spec's ceil(size / stride) (MaxPool kernel 3, stride 2 over 3 gives 1, the spec and onnxruntime 2).",
+    "ref-depth-space-indivisible":
+        "onnx.reference, SpaceToDepth/DepthToSpace where a spatial dim (or the channels) is not a multiple "
+        "of the blocksize (NumPy reshapes an empty tensor to anything): runs on an empty input; onnx's "
+        "inference and onnxruntime refuse it at every size.",
     "ref-split-uneven":
         "onnx.reference, Split (before 18, or 18 without num_outputs) into equal parts of an axis they do not "
         "divide: runs (NumPy's array_split); the spec (and onnxruntime) refuse it.",
@@ -209,6 +216,19 @@ def spec_shapes(node, opset, ins):
             ks = a.get("kernel_shape", list(w[2:]))
             sp = spec.pool(a, pairs, kernel_from_weight=ks)
             res = [((sp[0], w[0]) + tuple(sp[2:]), None)]
+        elif op in ("SpaceToDepth", "DepthToSpace") and pairs[0] is not None and len(pairs[0][0]) == 4:
+            n, c, h, w = pairs[0][0]
+            bs = int(a.get("blocksize", 0))
+            if bs < 1:
+                raise spec.Invalid("blocksize")
+            if op == "SpaceToDepth":
+                if h % bs or w % bs:
+                    raise spec.Invalid("a spatial dim is not a multiple of the blocksize")
+                res = [((n, c * bs * bs, h // bs, w // bs), None)]
+            else:
+                if c % (bs * bs):
+                    raise spec.Invalid("the channels are not a multiple of blocksize**2")
+                res = [((n, c // (bs * bs), h * bs, w * bs), None)]
         elif op in ("Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", "Equal", "Greater", "Less", "Where", "Pow"):
             res = [(spec.bcast(*(p[0] for p in pairs if p is not None)), None)]
         else:
@@ -251,6 +271,8 @@ def classify(node, opset, ins, outs, spec_out, engine) -> str:
             return "ref-pool-same-strided"
         if op == "Split" and spec_out == "invalid":
             return "ref-split-uneven"
+        if op in ("SpaceToDepth", "DepthToSpace") and spec_out == "invalid":
+            return "ref-depth-space-indivisible"
         if op in ("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool") and len(np.shape(ins[0])) == 3:
             return "ref-global-pool-rank3"
         if op == "Slice" and opset >= 10 and len(ins) > 4 and ins[4] is not None:
@@ -320,6 +342,11 @@ def value_deviation(node, opset, ins, outs, engine) -> str:
             return ""
         if want.shape == np.shape(outs[0]) and want.tolist() != np.asarray(outs[0]).tolist():
             return "ort-gather-string-rows"
+    if node.op_type == "Mod" and _attrs(node).get("fmod", 0) and x.dtype.kind in "iu" and len(ins) > 1 \
+            and ins[1] is not None:
+        big = [abs(int(v)) for arr in ins[:2] for v in np.asarray(arr).reshape(-1).tolist()]
+        if max(big, default=0) >= 2**53:
+            return "ort-int-fmod-through-double"
     if node.op_type in ("Max", "Min") and x.dtype.kind in "iu" and outs and outs[0] is not None \
             and all(i is not None for i in ins):
         fn = np.maximum if node.op_type == "Max" else np.minimum

@@ -160,7 +160,7 @@ def _reshape_ok(shape, entries, allowzero):
     try:
         spec.reshape({"allowzero": allowzero}, [(shape, None), ((len(vals),), np.array(vals, np.int64))], 14)
         return True
-    except spec.Invalid:
+    except (spec.Invalid, OverflowError):  # (an entry past int64 is no valid shape either)
         return False
 
 
@@ -1073,11 +1073,16 @@ def r_loop(b: Builder):
     return b.emit("Loop", [m, cond, x], fn, attrs={"body": body}, n_out=n_out, out_dtypes=[x.dtype] * n_out)
 
 
+MAX_SCAN_TRIPS = 10_000
+
+
 def r_scan(b: Builder):
     r = b.rng
     if b.opset < 11:
         raise SkipRecipe()
     x = _need(b.data(min_rank=2, max_rank=3, float_only=True))
+    if any(sh is not None and sh[0] > MAX_SCAN_TRIPS for sh in x.shapes):
+        raise SkipRecipe()  # one trip per row, even of an empty tensor: 2**63 rows never end
     s0 = b.gather(x, b.const(np.array(0, np.int64)), axis=0, tags=())
     sin, xt, sout, yout = b.fresh("s_in"), b.fresh("x_t"), b.fresh("s_out"), b.fresh("y_t")
     nodes = [helper.make_node("Add", [sin, xt], [sout]), helper.make_node("Mul", [xt, xt], [yout])]

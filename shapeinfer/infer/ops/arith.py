@@ -239,7 +239,7 @@ def nary(ctx):
     return [_broadcast_rule(ctx, facts, value)]
 
 
-_BROADCAST_ONLY = ("Pow", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "PRelu")
+_BROADCAST_ONLY = ("BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "PRelu")
 
 
 @rule(*_BROADCAST_ONLY, since=7)
@@ -248,6 +248,15 @@ def broadcast_only(ctx):
     if facts is None:
         return None
     return [_broadcast_rule(ctx, facts)]
+
+
+@rule("Pow", since=1)
+def pow_(ctx):
+    """Pow-1 without ``broadcast`` wants equal shapes (then broadcasting changes nothing);
+    onnxruntime broadcasts them multidirectionally as from opset 7, so that is the shape."""
+    if ctx.version < 7 and ctx.attr("broadcast", 0):
+        return None  # legacy limited broadcast: onnx's inference handles it
+    return broadcast_only(ctx)
 
 
 @rule("Where", since=9)
