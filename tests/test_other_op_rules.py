@@ -1,4 +1,5 @@
-"""Rules for the ops where dim arithmetic matters, against onnxruntime with symbolic inputs.
+"""Rules for the ops other than Expand/Reshape/Tile (those: test_reshape_expand_tile_rules.py)
+where dim arithmetic matters, against onnxruntime with symbolic inputs.
 
 Each model's inputs have symbolic dims; it runs at several bindings and every inferred output
 dim must be an expression over the input symbols (unless the case says it is data-dependent)

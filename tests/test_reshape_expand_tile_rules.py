@@ -1,7 +1,8 @@
 """Expand, Reshape and Tile at every opset version, against NumPy ground truth.
 
 Each case runs twice: with the input's real (static) shape, and with every input dim replaced by
-a symbol -- there the inferred dims are evaluated with the real sizes bound.
+a symbol -- there the inferred dims are evaluated with the real sizes bound. The rules of the
+other ops (Conv, pools, Resize, Pad, MatMul, ...) are in test_other_op_rules.py.
 """
 
 import numpy as np
