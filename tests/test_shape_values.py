@@ -145,6 +145,7 @@ def test_shape_values_match_reference(name, assume_nonempty):
     result = shapeinfer.infer(model, assume_nonempty=assume_nonempty)
     ref = ReferenceEvaluator(model)
     outputs = [o.name for o in model.graph.output]
+    compared = 0
     for shape in bindings:
         binding = {n: v for n, v in zip(names, shape) if n}
         x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
@@ -157,6 +158,8 @@ def test_shape_values_match_reference(name, assume_nonempty):
             for d, n in zip(dims, arr.shape):
                 if not result.is_unknown_dim(d):
                     assert evaluate_shape([d], binding) == (n,), (out, result.shape_strs(out), binding)
+                    compared += 1
+    assert compared > 0, "no dim was compared with the reference evaluator"
 
 
 @pytest.mark.parametrize("text,out,expect", [
@@ -182,6 +185,7 @@ def test_reshape_entry_that_may_be_zero_is_exact_only_when_the_zero_case_fails(t
     else:
         assert got == expect
     ref = ReferenceEvaluator(model)
+    ran, compared = 0, 0
     for binding in ({"B": 0, "S": 0, "N": 0}, {"B": 1, "S": 1, "N": 1}, {"B": 3, "S": 2, "N": 6}, {"B": 0, "S": 3, "N": 0}):
         feeds = {}
         for i in model.graph.input:
@@ -191,8 +195,16 @@ def test_reshape_entry_that_may_be_zero_is_exact_only_when_the_zero_case_fails(t
             want = ref.run(None, feeds)[0].shape
         except Exception:
             continue  # this binding does not run: nothing to compare
+        ran += 1
         shape = evaluate_shape(r.shape(out), binding)
         assert shape is None or shape == want, (binding, shape, want)
+        dims = r.shape(out)
+        assert len(dims) == len(want), (binding, got, want)
+        for d, n in zip(dims, want):  # each dim that is reported, also where another is unknown
+            if not r.is_unknown_dim(d):
+                assert evaluate_shape([d], binding) == (n,), (binding, got, want)
+                compared += 1
+    assert ran > 0 and compared > 0, "no binding ran in the reference evaluator: nothing was compared"
 
 
 def test_slice_from_minus_seq_on_a_dim_of_seq_is_exact_even_when_seq_is_zero():

@@ -72,6 +72,7 @@ def isolated(fn, args, seconds=GRAPH_SECONDS, seed=None, model_bytes=b"") -> Out
     p.start()
     send.close()
     phase, result, deadline = "start", None, time.monotonic() + seconds
+    closed = False  # the child closed its end of the pipe (it is exiting)
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -80,6 +81,7 @@ def isolated(fn, args, seconds=GRAPH_SECONDS, seed=None, model_bytes=b"") -> Out
             try:
                 kind, payload = recv.recv()
             except EOFError:
+                closed = True
                 break
             if kind == "phase":
                 phase = payload
@@ -88,8 +90,8 @@ def isolated(fn, args, seconds=GRAPH_SECONDS, seed=None, model_bytes=b"") -> Out
                 break
         elif not p.is_alive():
             break
-    if result is None:
-        p.join(5)  # a child that closed its end is exiting: let it
+    if result is None and closed:
+        p.join(5)  # a child that closed its end is exiting: let it (one past its time is killed now)
     if result is None and p.is_alive():
         p.kill()
         p.join()

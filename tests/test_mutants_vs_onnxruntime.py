@@ -4,6 +4,9 @@ inferred with and without ``assume_nonempty``; those onnxruntime can run are run
 bindings, and every dim that is not unknown must evaluate to the real size. Invalid mutants may
 raise ShapeInferenceError, never anything else.
 
+test_fuzz.py mutates models too and judges only how failures are reported (no shapes);
+test_adversarial.py judges generated graphs the same way.
+
 SHAPEINFER_MUTANTS sets how many mutants (default 200; the closing notes report larger runs).
 """
 

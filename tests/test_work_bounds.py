@@ -3,7 +3,8 @@
 Every dim expression has a budget (shapeinfer.symbolic.expr.LIMITS); past it a dim becomes a
 fresh symbol (a value element: unknown), so growing shape arithmetic -- the 41-node model that
 squares a dim 13 times used to hang every command -- stays fast, and what is still reported stays
-right. Exceptions that are not inference failures (a signal handler's) propagate.
+right. Exceptions that are not inference failures (a signal handler's) propagate. (Bounds of a
+dim's *value* are the algebra's: test_symbolic.py; model-local functions: test_function_work_bounds.py.)
 """
 
 import importlib
