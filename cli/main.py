@@ -412,10 +412,7 @@ def main(argv=None) -> int:
     except OutputError as e:
         click.echo(f"error: {e}; nothing written", err=True)
         return EXIT_USAGE
-    except ShapeInferenceError as e:
-        click.echo(f"error: invalid model: {e}", err=True)
-        return EXIT_INVALID_MODEL
-    except ExternalDataError as e:
+    except (ShapeInferenceError, ExternalDataError) as e:
         click.echo(f"error: invalid model: {e}", err=True)
         return EXIT_INVALID_MODEL
     except ModelLoadError as e:
