@@ -18,8 +18,7 @@ from typing import Optional
 from onnx import TensorProto
 
 from ..errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
-from ..symbolic import Dim, ExpressionTooLarge, add, provably_positive, substitute, sym
-from ..symbolic.expr import Expr, _atom_dim
+from ..symbolic import Dim, ExpressionTooLarge, add, atom_dim, provably_positive, substitute, sym, term_atoms
 from . import ops  # noqa: F401  (registers the rules)
 from ..graph.structure import node_label, topological_order
 from .context import NodeContext
@@ -180,17 +179,13 @@ class Engine:
         mapping = {}
         stack = [d]
         while stack:
-            x = stack.pop()
-            if not isinstance(x, Expr):
-                continue
-            for mono, _ in x.terms:
-                for atom, _ in mono:
-                    if atom in mapping:
-                        continue
-                    if _atom_dim(atom) in self.tensor_dims:
-                        mapping[atom] = add(1, sym(f"_t{len(mapping)}"))
-                    elif atom.kind != "sym":
-                        stack.extend(atom.args)
+            for atom in term_atoms(stack.pop()):
+                if atom in mapping:
+                    continue
+                if atom_dim(atom) in self.tensor_dims:
+                    mapping[atom] = add(1, sym(f"_t{len(mapping)}"))
+                else:
+                    stack.extend(atom.args)  # a symbol has none
         if not mapping:
             return False
         try:
