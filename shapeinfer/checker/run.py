@@ -108,7 +108,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
             # one about an unknown dim or a broadcast already reported follows from those; one
             # that no binding of the symbols breaks is an identity the algebra did not see
             kind, a, b = d.dims
-            if any(isinstance(x, Bcast) or (isinstance(x, Sym) and x.name in engine.minted)
+            if any(isinstance(x, Bcast) or (isinstance(x, Sym) and x.name in result.minted)
                    for y in (a, b) for x in atoms(y)):
                 continue
             example = counterexample((a, b), holds(kind, a, b), nonempty)

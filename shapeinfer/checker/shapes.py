@@ -42,7 +42,7 @@ def declared_shapes(result, report: CheckReport, engine=None) -> None:
             elif d.dim_param and engine is not None and not result.is_unknown_dim(ours):
                 # a declared expression over the input symbols is a claim: check it
                 try:
-                    theirs = engine.claim(d.dim_param)
+                    theirs = engine.symbols.claim(d.dim_param)
                 except Exception:
                     continue
                 free = free_symbols(theirs)
