@@ -154,10 +154,10 @@ def _memo(fn):
 class Atom:
     """A variable of a polynomial: a symbol, or an operation over dims (kept in canonical form).
 
-    Never made directly: each kind is a subclass (the last section of this module) that says
-    what the class attributes below mean for it and implements :meth:`interval`,
-    :meth:`value` and :meth:`build`. ``args`` are the operands, dims in canonical order (a
-    symbol has none); ``key`` orders atoms canonically."""
+    Never made directly: each kind is a subclass (the last section of this module) that sets
+    ``tag`` and its syntax and implements :meth:`interval`, :meth:`value` and :meth:`build` (a
+    symbol has no operands to rebuild: substitution looks it up). ``args`` are the operands,
+    dims in canonical order (a symbol has none); ``key`` orders atoms canonically."""
 
     __slots__ = ("args", "key", "_hash", "_bounds", "size", "depth")
 
@@ -202,7 +202,8 @@ class Atom:
         raise NotImplementedError
 
     def interval(self, top) -> tuple:
-        """(lo, hi) bounds on the atom's value, every symbol taken to be at most ``top``."""
+        """(lo, hi) bounds on the atom's value, every symbol taken to be at most ``top`` (inf:
+        unbounded above); :func:`bounds` caches the unbounded ones."""
         raise NotImplementedError
 
     def value(self, binding: Mapping[str, int]) -> Number:
@@ -809,13 +810,13 @@ class Sym(Atom):
         self.name = name
         self.lo = lo
         self.args = ()
-        self.key = (0, name) if lo == 0 else (0, name, lo)
+        self.key = (0, name) if lo == 0 else (0, name, lo)  # before every operation, by name
         self._hash = hash(self.key)
         self._bounds = None
         self.size, self.depth = 1, 0
 
     def __repr__(self):
-        return f"Atom(sym, {(self.name,)!r})"
+        return f"Atom({self.tag}, {(self.name,)!r})"
 
     def interval(self, top) -> tuple:
         return (self.lo, top)
