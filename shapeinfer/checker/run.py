@@ -49,7 +49,7 @@ from ..infer.facts import dtype_name
 from ..infer.result import InferenceResult
 from ..modelio.external import check_external_data, external_tensors
 from ..modelio.load import load_model
-from ..symbolic import atoms
+from ..symbolic import Bcast, Sym, atoms
 from ..symbolic.search import binding_str, counterexample, holds
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
 from .render import render_json, render_junit, render_text
@@ -108,7 +108,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
             # one about an unknown dim or a broadcast already reported follows from those; one
             # that no binding of the symbols breaks is an identity the algebra did not see
             kind, a, b = d.dims
-            if any(x.kind == "bcast" or (x.kind == "sym" and x.args[0] in engine.minted)
+            if any(isinstance(x, Bcast) or (isinstance(x, Sym) and x.name in result.minted)
                    for y in (a, b) for x in atoms(y)):
                 continue
             example = counterexample((a, b), holds(kind, a, b), nonempty)

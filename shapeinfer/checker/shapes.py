@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..graph.structure import node_label
 from ..infer.facts import shape_str
 from ..infer.protos import declared_size
-from ..symbolic import Expr, atoms, bounds, free_symbols, provably_positive, sub, to_str
+from ..symbolic import (Bcast, Expr, Max, Min, Sym, as_single_atom, atoms, bounds, free_symbols, provably_positive, sub,
+                        to_str)
 from ..symbolic.search import binding_str, broadcasts, counterexample, holds
 from .findings import ERROR, HUGE_ELEMENTS, INT64_MAX, WARNING, CheckReport
 
@@ -36,7 +37,7 @@ def declared_shapes(result, report: CheckReport, engine=None) -> None:
             elif d.dim_param and engine is not None and not result.is_unknown_dim(ours):
                 # a declared expression over the input symbols is a claim: check it
                 try:
-                    theirs = engine.claim(d.dim_param)
+                    theirs = engine.symbols.claim(d.dim_param)
                 except Exception:
                     continue
                 free = free_symbols(theirs)
@@ -92,14 +93,14 @@ def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
                 if not isinstance(d, Expr):
                     continue
                 for atom in atoms(d):
-                    if atom.kind == "bcast" and atom not in seen_bcast:
+                    if isinstance(atom, Bcast) and atom not in seen_bcast:
                         seen_bcast.add(atom)
                         if not any(result.is_unknown_dim(a) for a in atom.args):
                             new_bcast.append(atom)
-                    elif atom.kind == "sym" and atom.args[0] in result.minted and atom.args[0] not in seen_unknown:
-                        seen_unknown.add(atom.args[0])
-                        if not result.minted[atom.args[0]].startswith("input "):
-                            new_unknown.append(atom.args[0])
+                    elif isinstance(atom, Sym) and atom.name in result.minted and atom.name not in seen_unknown:
+                        seen_unknown.add(atom.name)
+                        if not result.minted[atom.name].startswith("input "):
+                            new_unknown.append(atom.name)
         for atom in new_bcast:
             if counterexample(atom.args, broadcasts(atom.args), nonempty) is None:
                 continue
@@ -114,9 +115,8 @@ def _equal_condition(args) -> str:
     """The condition under which dims broadcast together, said simply where it is simple."""
     if len(args) == 2:
         for a, b in (args, args[::-1]):
-            if getattr(b, "terms", None) and len(b.terms) == 1 and b.terms[0][1] == 1 and len(b.terms[0][0]) == 1:
-                atom, power = b.terms[0][0][0]
-                if power == 1 and atom.kind in ("min", "max") and a in atom.args and len(atom.args) == 2:
-                    other = atom.args[1] if atom.args[0] == a else atom.args[0]
-                    return f"{to_str(a)} {'<=' if atom.kind == 'min' else '>='} {to_str(other)} (or one of them is 1)"
+            atom = as_single_atom(b)
+            if isinstance(atom, (Min, Max)) and a in atom.args and len(atom.args) == 2:
+                other = atom.args[1] if atom.args[0] == a else atom.args[0]
+                return f"{to_str(a)} {'<=' if isinstance(atom, Min) else '>='} {to_str(other)} (or one of them is 1)"
     return " and ".join(to_str(a) for a in args) + " are equal (or 1)"

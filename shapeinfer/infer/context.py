@@ -88,7 +88,7 @@ class NodeContext:
 
     def fresh(self, hint: str = "") -> Expr:
         """A new symbol for a dim this node makes that no rule can express."""
-        return self.engine.mint(hint or self.op_type.lower())
+        return self.engine.symbols.mint(hint or self.op_type.lower())
 
     def fresh_shape(self, rank: int) -> Optional[tuple]:
         if rank > 1024:  # not a real tensor's rank: say nothing rather than make a million symbols

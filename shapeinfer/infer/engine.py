@@ -4,22 +4,22 @@ For each node the engine collects the input facts, runs the rule registered for 
 model's opset version (``infer/ops/``), and asks onnx's per-node inference (``fallback.py``) for
 whatever the rule leaves open. Subgraphs (If/Loop/Scan bodies) are walked by the same engine with
 the outer scope visible; calls of model-local functions walk the function body with the call's
-inputs and attributes bound. There is no per-node copy of the model and no restart.
+inputs and attributes bound. There is no per-node copy of the model and no restart. The run's
+symbols -- the names the model declares and those minted for unknown dims -- are a SymbolTable
+(``symbols.py``) that the engine holds and rules reach as ``ctx.engine.symbols``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import re
 from collections import ChainMap
 from typing import Optional
 
 from onnx import TensorProto
 
 from ..errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
-from ..symbolic import Dim, ExpressionTooLarge, add, provably_positive, substitute, sym
-from ..symbolic.expr import Expr, _atom_dim
+from ..symbolic import ExpressionTooLarge, add, atom_dim, provably_positive, substitute, sym, term_atoms
 from . import ops  # noqa: F401  (registers the rules)
 from ..graph.structure import node_label, topological_order
 from .context import NodeContext
@@ -27,10 +27,10 @@ from ..semantics import INT_RANGES, wrap_int
 from .facts import Fact, obj_array
 from .fallback import infer_with_onnx
 from ..modelio.tensors import tensor_problem
-from .protos import dim_from_param, fact_from_type, parse_dim_param, value_from_tensor, written_by_shapeinfer
+from .protos import fact_from_type, value_from_tensor
 from .registry import lookup, normalize_domain
+from .symbols import SymbolTable, input_symbol_names
 
-_NON_NAME = re.compile(r"[^A-Za-z0-9_]")
 _NO_RULE = object()
 
 
@@ -94,14 +94,6 @@ def _known_opsets() -> dict:
     return got
 
 
-def _graph_dim_params(graph, out: set) -> None:
-    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
-        if vi.type.HasField("tensor_type"):
-            for d in vi.type.tensor_type.shape.dim:
-                if d.dim_param:
-                    out.add(d.dim_param)
-
-
 class Engine:
     """Infers facts for every tensor of a model. Use :meth:`run`, then read :attr:`facts`."""
 
@@ -118,9 +110,7 @@ class Engine:
         # the size of some tensor (tensor_dims) counts as positive where that matters.
         self.assume_nonempty = assume_nonempty
         self.tensor_dims: set = set()
-        self._positive_names: set = set()
-        self._symbols: dict = {}
-        self._params: dict = {}
+        self.symbols = SymbolTable(model)
         self._rules: dict = {}  # (domain, op, version) -> rule or None, looked up once
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
         self.functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
@@ -129,44 +119,9 @@ class Engine:
         self._work = 0  # nodes walked, bodies included
         self._work_limit = None  # proportional to the model; counted when a body is first walked
         self.diagnostics: list = []
-        self.minted: dict = {}  # minted symbol name -> where it came from
-        taken: set = set()
-        _graph_dim_params(model.graph, taken)
-        self._taken = taken
-        self._counter = 0
-        self._minted_order: dict = {}
         self.facts: dict = {}
         self.produced: list = []
         self.ir_version = model.ir_version
-        self.marked = written_by_shapeinfer(model)
-
-    # -- symbols -------------------------------------------------------------------------------
-
-    def symbol(self, name: str) -> Dim:
-        """The model's symbol called ``name`` (one object per name for the whole run)."""
-        d = self._symbols.get(name)
-        if d is None:
-            d = sym(name, 1 if name in self._positive_names else 0)
-            self._symbols[name] = d
-        return d
-
-    def param(self, text: str) -> Dim:
-        """A dim_param as a dim, with this model's symbols: an opaque name, as ONNX means it."""
-        d = self._params.get(text)
-        if d is None:
-            d = dim_from_param(text, self.symbol)
-            self._params[text] = d
-        return d
-
-    def claim(self, text: str) -> Dim:
-        """A dim declared on an output or value_info, as its writer meant it: an expression in
-        the printed syntax if shapeinfer wrote the model (it marks them), else an opaque name.
-        Either way a claim to compare with inference, never a fact."""
-        return parse_dim_param(text, self.symbol) if self.marked else self.param(text)
-
-    def given(self, text: str) -> Dim:
-        """A dim a user typed (--input-shape): an int, a name or an expression."""
-        return parse_dim_param(text, self.symbol)
 
     def positive_given_tensor_dims(self, d) -> bool:
         """Under assume_nonempty: d >= 1, given that every tensor dim seen so far is >= 1.
@@ -180,48 +135,19 @@ class Engine:
         mapping = {}
         stack = [d]
         while stack:
-            x = stack.pop()
-            if not isinstance(x, Expr):
-                continue
-            for mono, _ in x.terms:
-                for atom, _ in mono:
-                    if atom in mapping:
-                        continue
-                    if _atom_dim(atom) in self.tensor_dims:
-                        mapping[atom] = add(1, sym(f"_t{len(mapping)}"))
-                    elif atom.kind != "sym":
-                        stack.extend(atom.args)
+            for atom in term_atoms(stack.pop()):
+                if atom in mapping:
+                    continue
+                if atom_dim(atom) in self.tensor_dims:
+                    mapping[atom] = add(1, sym(f"_t{len(mapping)}"))
+                else:
+                    stack.extend(atom.args)  # a symbol has none
         if not mapping:
             return False
         try:
             return provably_positive(substitute(d, mapping))
         except ExpressionTooLarge:
             return False
-
-    def mint(self, hint: str = "u", origin: str = "", positive: bool = False) -> Dim:
-        """A new symbol for a dim nothing can express; deterministic per model."""
-        base = _NON_NAME.sub("_", hint)[:12] or "u"
-        if base[0].isdigit():
-            base = "u" + base
-        while True:
-            self._counter += 1
-            name = f"{base}_{self._counter}"
-            if name not in self._taken:
-                break
-        self._taken.add(name)
-        self.minted[name] = origin or hint
-        self._minted_order[name] = self._counter
-        if positive:
-            self._positive_names.add(name)
-        return self.symbol(name)
-
-    def mint_mark(self) -> int:
-        """A mark such that symbols minted after it have minted_index() >= mark."""
-        return self._counter + 1
-
-    def minted_index(self, name: str) -> int:
-        """The order in which a minted symbol was made (-1 for symbols not minted here)."""
-        return self._minted_order.get(name, -1)
 
     def warn(self, node, message: str, kind: str = "fallback", severity: str = "warning", dims: tuple = ()) -> None:
         self.diagnostics.append(Diagnostic(severity, node_label(node), node.op_type, message, dims, kind))
@@ -244,7 +170,7 @@ class Engine:
                     f"knows ({known[domain]}): ops are read by their latest known definitions", kind="future-opset"))
         init_names = {t.name for t in graph.initializer}
         if self.assume_nonempty:
-            self._positive_names = _input_symbol_names(graph, init_names, self.input_shapes)
+            self.symbols.assume_positive(input_symbol_names(graph, init_names, self.input_shapes))
         for t in graph.initializer:
             problem = tensor_problem(t)
             if problem:
@@ -267,8 +193,8 @@ class Engine:
     def _input_fact(self, vi) -> Fact:
         fact = fact_from_type(
             vi.type,
-            lambda: self.mint(f"{vi.name}", origin=f"input {vi.name}", positive=self.assume_nonempty),
-            self.param,
+            lambda: self.symbols.mint(f"{vi.name}", origin=f"input {vi.name}", positive=self.assume_nonempty),
+            self.symbols.param,
         )
         override = self.input_shapes.get(vi.name)
         if override is not None:
@@ -277,7 +203,7 @@ class Engine:
                 if isinstance(d, int) and not isinstance(d, bool):
                     dims.append(d)
                 else:
-                    dims.append(self.given(str(d)))
+                    dims.append(self.symbols.given(str(d)))
             fact.shape = tuple(dims)
         return fact
 
@@ -468,7 +394,7 @@ class Engine:
         for vi, given in zip(graph.input, input_facts):
             fact = given
             if fact is None or (fact.shape is None and fact.type_proto is None):
-                fact = fact_from_type(vi.type, lambda: self.mint("sub"), self.param)
+                fact = fact_from_type(vi.type, lambda: self.symbols.mint("sub"), self.symbols.param)
             local[vi.name] = fact
         self.run_nodes(graph.node, facts, opsets, attr_scope)
         return [facts.get(o.name) or Fact() for o in graph.output]
@@ -508,29 +434,6 @@ def _count_nodes(model) -> int:
                     stack.append(a.g)
                 stack.extend(a.graphs)
     return total
-
-
-def _input_symbol_names(graph, init_names: set, input_shapes: dict) -> set:
-    """Names of the symbols in the graph inputs' dims (declared or overridden)."""
-    from ..symbolic import ParseError, free_symbols, parse
-
-    names: set = set()
-    for vi in graph.input:
-        if vi.name in init_names:
-            continue
-        if vi.name in input_shapes:
-            for d in input_shapes[vi.name]:
-                if not isinstance(d, int):
-                    try:  # typed by a user: may be an expression
-                        names.update(free_symbols(parse(str(d))))
-                    except ParseError:
-                        names.add(str(d))
-            continue
-        if vi.type.HasField("tensor_type"):
-            for d in vi.type.tensor_type.shape.dim:
-                if d.dim_param:
-                    names.add(d.dim_param)  # an opaque name
-    return names
 
 
 __all__ = ["Engine", "Diagnostic"]

@@ -9,7 +9,6 @@ Values of other element types are kept as ordinary NumPy arrays when they are sm
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -54,17 +53,27 @@ class _Unknown:
 UNKNOWN = _Unknown()
 
 
-@dataclass(slots=True, eq=False)
 class Fact:
     """Everything known about one tensor. ``shape`` None: rank unknown. ``value`` None: unknown.
 
     ``type_proto`` holds the full type for values that are not tensors (sequences, optionals,
-    maps); for tensors it is None and ``dtype`` is the TensorProto element type (0 if unknown)."""
+    maps); for tensors it is None and ``dtype`` is the TensorProto element type (0 if unknown).
 
-    dtype: int = 0
-    shape: Optional[tuple] = None
-    value: Optional[np.ndarray] = None
-    type_proto: object = None
+    A plain class with ``__slots__`` (a walk makes one per tensor), written out because
+    ``dataclass(slots=True)`` needs Python 3.10 and shapeinfer supports 3.9. Facts compare by
+    identity."""
+
+    __slots__ = ("dtype", "shape", "value", "type_proto")
+
+    def __init__(self, dtype: int = 0, shape: Optional[tuple] = None, value: Optional[np.ndarray] = None,
+                 type_proto: object = None):
+        self.dtype = dtype
+        self.shape = shape
+        self.value = value
+        self.type_proto = type_proto
+
+    def __repr__(self):
+        return f"Fact(dtype={self.dtype!r}, shape={self.shape!r}, value={self.value!r}, type_proto={self.type_proto!r})"
 
     @property
     def rank(self) -> Optional[int]:

@@ -92,9 +92,11 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope) -> lis
         return [None] * n_out
     dims = {token: d for d, token in tokens.items()}
 
+    symbols = engine.symbols
+
     def param(text):
         d = dims.get(text)
-        return d if d is not None else engine.param(text)
+        return d if d is not None else symbols.param(text)
 
     outs = []
     for name in node.output:
@@ -102,6 +104,6 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope) -> lis
         if tp is None:
             outs.append(None)
             continue
-        fact = fact_from_type(tp, lambda: engine.mint(node.op_type.lower(), origin=f"{node.op_type} {node.name}"), param)
+        fact = fact_from_type(tp, lambda: symbols.mint(node.op_type.lower(), origin=f"{node.op_type} {node.name}"), param)
         outs.append(fact if (fact.dtype or fact.type_proto is not None) else None)
     return [o if o is not None else Fact() for o in outs]

@@ -1,4 +1,6 @@
-"""Conversions between protobuf types and facts: the one place dims meet ``dim_param``."""
+"""Conversions between protobuf types and facts. A ``dim_param`` is written here
+(:func:`fill_shape_proto`) and read by the symbol table (symbols.py), which the readers here are
+given as ``param``."""
 
 from __future__ import annotations
 
@@ -8,36 +10,13 @@ import numpy as np
 from onnx import TensorProto, TypeProto, helper, numpy_helper
 
 from ..errors import ODD_INPUT_ERRORS
-from ..symbolic import Dim, ParseError, parse, sym, to_str
+from ..symbolic import Dim, to_str
 from ..modelio.external import read_small_tensor
 from .facts import INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, value_from_numpy
 
 # metadata_props entry of a model shapeinfer wrote: its dim_params use the printed syntax.
 DIM_SYNTAX_KEY = "shapeinfer.dim_syntax"
 DIM_SYNTAX_VALUE = "expressions-1"
-
-
-def _text(text) -> str:
-    if type(text) is not str:  # protobuf's bytes for invalid UTF-8
-        from ..errors import ModelLoadError
-
-        raise ModelLoadError(f"the dim {text!r} is not valid UTF-8; the file is corrupt")
-    return text
-
-
-def dim_from_param(text: str, symbol: Callable[[str], Dim] = sym) -> Dim:
-    """A dim_param as ONNX means it: an opaque name, whatever characters it holds ("3",
-    "a*b" and "batch+1" are names, not expressions)."""
-    return symbol(_text(text))
-
-
-def parse_dim_param(text: str, symbol: Callable[[str], Dim] = sym) -> Dim:
-    """A dim_param read as an expression in the printed syntax (else an opaque name). Only for
-    text shapeinfer wrote or a user typed: see :func:`written_by_shapeinfer`."""
-    try:
-        return parse(_text(text), symbol)
-    except ParseError:
-        return symbol(text)
 
 
 def written_by_shapeinfer(model) -> bool:
@@ -86,7 +65,7 @@ def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[
     return tuple(out)
 
 
-def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str], Dim] = dim_from_param) -> Fact:
+def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str], Dim]) -> Fact:
     if tp.HasField("tensor_type"):
         tt = tp.tensor_type
         shape = dims_from_shape_proto(tt.shape, mint, param) if tt.HasField("shape") else None

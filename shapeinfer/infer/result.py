@@ -21,7 +21,7 @@ class InferenceResult:
         self.model = model
         self.facts: dict = engine.facts
         self.diagnostics: list = engine.diagnostics
-        self.minted: dict = dict(engine.minted)
+        self.minted: dict = dict(engine.symbols.minted)
         self._produced: list = engine.produced
         self.assumptions: list = (
             ["no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)"] if engine.assume_nonempty else []
@@ -72,7 +72,8 @@ class InferenceResult:
         One entry per declared dim that says something inference also knows: ``same`` (equal),
         ``equal`` (a declared name for a dim inference expresses otherwise: ``seq_plus_1`` is
         ``seq+1``), or ``conflict`` (a declared size inference proves different)."""
-        from .protos import declared_size, dim_from_param, parse_dim_param, written_by_shapeinfer
+        from .protos import declared_size, written_by_shapeinfer
+        from .symbols import dim_from_param, parse_dim_param
 
         read = parse_dim_param if written_by_shapeinfer(self.model) else dim_from_param
         out = []

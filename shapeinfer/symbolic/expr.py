@@ -7,6 +7,14 @@ polynomial cannot express -- ``floordiv(a, b)``, ``mod(a, b)``, ``min(a, b)``, `
 polynomial). The constructors put every result in canonical form, so two dims that the algebra
 can show equal compare equal with ``==``; a result that is a constant is always returned as ``int``.
 
+Each atom kind is one class, in the last section of this module (:class:`Sym`, :class:`Div`,
+:class:`FloorDiv`, :class:`Mod`, :class:`Min`, :class:`Max`, :class:`Bcast`), holding side by side
+everything about it: its canonicalising constructor (the function right after it, which
+substitution rebuilds with), its bounds, its value under a binding, what it tells about signs,
+and its syntax (which printing and parsing read). The polynomial code above never names a kind,
+so a new kind is one new class. Other modules test a kind with ``isinstance`` and read dims
+through the public functions here, never through the term representation.
+
 Semantics (what :func:`evaluate` computes under a binding of the symbols):
 
 - ``a / b`` is exact rational division. Reshape's ``-1`` divides element counts, which a valid
@@ -28,11 +36,19 @@ proven"), so nothing a model contains can make the algebra's work grow without b
 from __future__ import annotations
 
 from fractions import Fraction
-from math import floor, inf
-from typing import Mapping, Union
+from math import floor, inf, lcm
+from typing import Iterator, Mapping, Optional, Union
 
 __all__ = [
     "Atom",
+    "Sym",
+    "Div",
+    "FloorDiv",
+    "Mod",
+    "Min",
+    "Max",
+    "Bcast",
+    "KINDS",
     "Dim",
     "Expr",
     "EvaluationError",
@@ -52,9 +68,17 @@ __all__ = [
     "bcast",
     "evaluate",
     "bounds",
+    "atoms",
     "free_symbols",
     "substitute",
     "replace_atom",
+    "at_zero",
+    "atom_dim",
+    "as_single_atom",
+    "term_atoms",
+    "zero_factors",
+    "constant_value",
+    "common_denominator",
     "is_static",
     "dim_key",
     "DIM_MAX",
@@ -66,7 +90,6 @@ __all__ = [
     "provably_not_one",
     "provably_le",
 ]
-
 
 class EvaluationError(ArithmeticError):
     """An expression has no value under a binding (a missing symbol, a failed broadcast, x/0)."""
@@ -127,32 +150,39 @@ def _memo(fn):
     cached.__wrapped__ = fn
     return cached
 
+
 class Atom:
-    """A variable of a polynomial: a symbol, or an operation over dims (kept in canonical form)."""
+    """A variable of a polynomial: a symbol, or an operation over dims (kept in canonical form).
 
-    __slots__ = ("kind", "args", "key", "lo", "_hash", "_bounds", "size", "depth")
+    Never made directly: each kind is a subclass (the last section of this module) that sets
+    ``tag`` and its syntax and implements :meth:`interval`, :meth:`value` and :meth:`build` (a
+    symbol has no operands to rebuild: substitution looks it up). ``args`` are the operands,
+    dims in canonical order (a symbol has none); ``key`` orders atoms canonically."""
 
-    def __init__(self, kind: str, args: tuple, lo: int = 0):
-        self.kind = kind
+    __slots__ = ("args", "key", "_hash", "_bounds", "size", "depth")
+
+    # The kind's name in the canonical order. It is part of every key, so it decides the order
+    # of printed terms: changing it changes printed forms.
+    tag = ""
+    # Its syntax (printing writes it, parsing reads it): ``call(a, b, ...)`` or ``a <infix> b``.
+    call: Optional[str] = None
+    infix: Optional[str] = None
+
+    def __init__(self, args: tuple):
+        size, depth = 1, 0
+        for a in args:
+            if type(a) is not int:
+                size += a.size
+                depth = max(depth, a.depth)
+            else:
+                size += 1
+        if size > MAX_SIZE:
+            raise _too_large("size", size)
+        if depth + 1 > MAX_DEPTH:
+            raise _too_large("depth", depth + 1)
         self.args = args
-        self.lo = lo  # a symbol's lower bound: 0, or 1 for a dim assumed non-empty
-        if kind == "sym":
-            self.key = (0, args[0]) if lo == 0 else (0, args[0], lo)
-            self.size, self.depth = 1, 0
-        else:
-            size, depth = 1, 0
-            for a in args:
-                if type(a) is not int:
-                    size += a.size
-                    depth = max(depth, a.depth)
-                else:
-                    size += 1
-            if size > MAX_SIZE:
-                raise _too_large("size", size)
-            if depth + 1 > MAX_DEPTH:
-                raise _too_large("depth", depth + 1)
-            self.size, self.depth = size, depth + 1
-            self.key = (1, kind, tuple(dim_key(a) for a in args))
+        self.size, self.depth = size, depth + 1
+        self.key = (1, self.tag, tuple(dim_key(a) for a in args))
         self._hash = hash(self.key)
         self._bounds = None
 
@@ -163,7 +193,31 @@ class Atom:
         return self._hash
 
     def __repr__(self):
-        return f"Atom({self.kind}, {self.args!r})"
+        return f"Atom({self.tag}, {self.args!r})"
+
+    @staticmethod
+    def build(args: tuple) -> Dim:
+        """The canonical dim of this kind over the operands ``args``: what substitution
+        rebuilds the atom with, and what the parser makes of its syntax."""
+        raise NotImplementedError
+
+    def interval(self, top) -> tuple:
+        """(lo, hi) bounds on the atom's value, every symbol taken to be at most ``top`` (inf:
+        unbounded above); :func:`bounds` caches the unbounded ones."""
+        raise NotImplementedError
+
+    def value(self, binding: Mapping[str, int]) -> Number:
+        """The atom's value under a binding of the symbols (EvaluationError where it has none)."""
+        raise NotImplementedError
+
+    def _substituted(self, mapping: Mapping) -> Dim:
+        """The atom with the mapping (see :func:`substitute`) applied to its operands."""
+        return self.build(tuple(substitute(x, mapping) for x in self.args))
+
+    def _nonneg_in(self, d: Expr, depth: int) -> Optional[bool]:
+        """Whether d (a dim this atom occurs in) is >= 0 for every binding, by reasoning about
+        this atom -- or None when the atom gives no such reasoning (the others are then asked)."""
+        return None
 
 
 class Expr:
@@ -173,7 +227,7 @@ class Expr:
 
     def __init__(self, terms: tuple, size: int = 1, depth: int = 0):
         # terms: ((mono, coef), ...) sorted canonically; mono: ((Atom, exp), ...) sorted by atom key.
-        # size and depth are measured by the constructors (_from_dict, _atom_dim), which enforce
+        # size and depth are measured by the constructors (_from_dict, atom_dim), which enforce
         # the budget.
         self.terms = terms
         self._hash = hash(terms)
@@ -314,21 +368,13 @@ def _as_dict(d: Dim) -> dict:
     raise TypeError(f"not a dim: {d!r}")
 
 
-def _atom_dim(atom: Atom) -> Expr:
+def atom_dim(atom: Atom) -> Expr:
     """The dim that is just this atom."""
     return Expr((((((atom, 1),), 1)),), 1 + atom.size, atom.depth)
 
 
-def sym(name: str, lo: int = 0) -> Expr:
-    """The symbol ``name`` as a dim. ``lo=1`` declares it at least 1 (a dim assumed non-empty);
-    that is part of its identity, so one model should name each symbol with one ``lo``."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"a symbol needs a non-empty name, got {name!r}")
-    return _atom_dim(Atom("sym", (name,), lo))
-
-
-def _const(d) -> Number | None:
-    """The value of a constant dim (int, or an Expr holding only a rational constant)."""
+def constant_value(d) -> Optional[Number]:
+    """The value of a constant dim (int, or an Expr holding only a rational constant), else None."""
     if isinstance(d, int):
         return d
     if isinstance(d, Fraction):
@@ -429,173 +475,6 @@ def _poly_divide(a: Dim, b: Expr):
     return None
 
 
-@_memo
-def truediv(a: Dim, b: Dim) -> Dim:
-    """Exact division a / b (the quotient of element counts, for Reshape's -1)."""
-    cb = _const(b)
-    if cb is not None:
-        if cb == 0:
-            raise ZeroDivisionError("division of a dim by zero")
-        ca = _const(a)
-        if ca is not None:
-            return _from_dict({(): Fraction(ca) / cb})
-        return _scale(a, Fraction(1) / cb)
-    if a == b:
-        return 1
-    q = _poly_divide(a, b)
-    if q is not None:
-        return q
-    return _atom_dim(Atom("div", (a, b)))
-
-
-def _int_coefs(d: dict) -> bool:
-    return all(isinstance(c, int) for c in d.values())
-
-
-@_memo
-def floordiv(a: Dim, b: Dim) -> Dim:
-    ca, cb = _const(a), _const(b)
-    if cb is not None:
-        if cb == 0:
-            raise ZeroDivisionError("floordiv of a dim by zero")
-        if ca is not None:
-            return int(floor(Fraction(ca) / cb))
-        if cb == 1:
-            return a if _int_coefs(_as_dict(a)) else _atom_dim(Atom("floordiv", (a, b)))
-        if isinstance(cb, int) and cb > 0:
-            da = _as_dict(a)
-            if _int_coefs(da):
-                q = {m: c // cb for m, c in da.items()}
-                r = {m: c % cb for m, c in da.items()}
-                qd, rd = _from_dict(q), _from_dict(r)
-                if rd == 0:
-                    return qd
-                lo, hi = bounds(rd)
-                if lo >= 0 and hi <= cb - 1:
-                    return qd
-                # floordiv(floordiv(x, c1), c2) == floordiv(x, c1*c2) for positive c1, c2
-                if isinstance(rd, Expr) and len(rd.terms) == 1:
-                    (mono, coef), = rd.terms
-                    if coef == 1 and len(mono) == 1 and mono[0][1] == 1 and mono[0][0].kind == "floordiv":
-                        x, c1 = mono[0][0].args
-                        if isinstance(c1, int) and c1 > 0:
-                            return add(qd, floordiv(x, c1 * cb))
-                # rd = R + mod(y, c) with R + y a multiple c*P of c (padding to a multiple:
-                # x + mod(-x, c)) divides exactly: floordiv(rd, c) = P - floordiv(y, c).
-                for mono, coef in rd.terms if isinstance(rd, Expr) else ():
-                    if coef == 1 and len(mono) == 1 and mono[0][1] == 1:
-                        atom = mono[0][0]
-                        if atom.kind == "mod" and atom.args[1] == cb:
-                            y = atom.args[0]
-                            rest = add(sub(rd, _atom_dim(atom)), y)
-                            drest = _as_dict(rest)
-                            if _int_coefs(drest) and all(c % cb == 0 for c in drest.values()):
-                                # mod(y, c) == mod(-R, c), so rd = c*ceil(R/c)
-                                r_part = sub(rd, _atom_dim(atom))
-                                return add(qd, floordiv(add(r_part, cb - 1), cb))
-                return add(qd, _atom_dim(Atom("floordiv", (rd, b))))
-    if isinstance(b, Expr):
-        q = _poly_divide(a, b)  # an exact quotient with integer coefficients is the floor too
-        if q is not None and _int_coefs(_as_dict(q)):
-            return q
-    if provably_nonneg(a) and provably_positive(b) and provably_le(add(a, 1), b):
-        return 0
-    return _atom_dim(Atom("floordiv", (a, b)))
-
-
-@_memo
-def mod(a: Dim, b: Dim) -> Dim:
-    ca, cb = _const(a), _const(b)
-    if cb is not None:
-        if cb == 0:
-            raise ZeroDivisionError("mod of a dim by zero")
-        if ca is not None:
-            return _from_dict({(): Fraction(ca) - cb * floor(Fraction(ca) / cb)})
-        if isinstance(cb, int) and cb in (1, -1) and _int_coefs(_as_dict(a)):
-            return 0
-        if isinstance(cb, int) and cb > 0:
-            da = _as_dict(a)
-            if _int_coefs(da):
-                rd = _from_dict({m: c % cb for m, c in da.items()})
-                if rd == 0:
-                    return 0
-                lo, hi = bounds(rd)
-                if lo >= 0 and hi <= cb - 1:
-                    return rd
-                return _atom_dim(Atom("mod", (rd, b)))
-    if a == b:
-        return 0  # a % a is 0 wherever it is defined
-    if provably_nonneg(a) and provably_positive(b) and provably_le(add(a, 1), b):
-        return a
-    return _atom_dim(Atom("mod", (a, b)))
-
-
-def _ordered(a: Dim, b: Dim) -> tuple:
-    return (a, b) if dim_key(a) <= dim_key(b) else (b, a)
-
-
-@_memo
-def dmin(a: Dim, b: Dim) -> Dim:
-    ca, cb = _const(a), _const(b)
-    if ca is not None and cb is not None:
-        return _from_dict({(): min(ca, cb)})
-    if a == b or provably_le(a, b):
-        return a
-    if provably_le(b, a):
-        return b
-    return _atom_dim(Atom("min", _ordered(a, b)))
-
-
-@_memo
-def dmax(a: Dim, b: Dim) -> Dim:
-    ca, cb = _const(a), _const(b)
-    if ca is not None and cb is not None:
-        return _from_dict({(): max(ca, cb)})
-    if a == b or provably_le(b, a):
-        return a
-    if provably_le(a, b):
-        return b
-    return _atom_dim(Atom("max", _ordered(a, b)))
-
-
-def _bcast_args(d: Dim) -> tuple:
-    """The operands of d if it is a bare bcast(...), else (d,)."""
-    if isinstance(d, Expr) and len(d.terms) == 1:
-        mono, coef = d.terms[0]
-        if coef == 1 and len(mono) == 1 and mono[0][1] == 1 and mono[0][0].kind == "bcast":
-            return mono[0][0].args
-    return (d,)
-
-
-@_memo
-def bcast(*dims: Dim) -> Dim:
-    """The multidirectional-broadcast result of dims (n-ary: nested bcasts flatten).
-
-    Exact: where it cannot be decided which side wins, the result is the opaque
-    ``bcast(a, b, ...)``, which evaluates to the run-time value. A dim that is provably not 1
-    must be the result of any valid run. Raises :class:`BroadcastError` when two constants can
-    never broadcast (different, neither 1)."""
-    args: dict = {}
-    for d in dims:
-        for x in _bcast_args(d):
-            if x != 1:
-                args[dim_key(x)] = x
-    ints = {x for x in args.values() if isinstance(x, int)}
-    if len(ints) > 1:
-        a, b = sorted(ints)[:2]
-        raise BroadcastError(f"dims {a} and {b} cannot broadcast")
-    if not args:
-        return 1
-    ordered = [args[k] for k in sorted(args)]
-    if len(ordered) == 1:
-        return ordered[0]
-    not_one = [x for x in ordered if provably_not_one(x)]
-    if not_one:
-        # Every valid run has all the others equal to it or 1; the canonical first one serves.
-        return not_one[0]
-    return _atom_dim(Atom("bcast", tuple(ordered)))
-
-
 # ---------------------------------------------------------------------------------------------
 # Bounds and predicates
 
@@ -635,46 +514,11 @@ def _quot_interval(pa, pb):
 
 
 def _atom_bounds(atom: Atom, top=inf):
-    if top == inf and atom._bounds is not None:
-        return atom._bounds
-    k = atom.kind
-    if k == "sym":
-        out = (atom.lo, top)
-    elif k in ("floordiv", "div"):
-        pa, pb = bounds(atom.args[0], top), bounds(atom.args[1], top)
-        if pb[0] > 0:
-            lo, hi = _quot_interval(pa, pb)
-            if k == "floordiv":
-                lo = lo if lo == -inf else floor(lo)
-                hi = hi if hi == inf else floor(hi)
-            else:  # an exact division is an integer in a valid run: positive means >= 1
-                lo = lo if lo == -inf else -floor(-Fraction(lo))
-                hi = hi if hi == inf else floor(Fraction(hi))
-                if pa[0] > 0:
-                    lo = max(lo, 1)
-            out = (lo, hi)
-        else:
-            out = (-inf, inf)
-    elif k == "mod":
-        pa, pb = bounds(atom.args[0], top), bounds(atom.args[1], top)
-        if pb[0] > 0:
-            hi = pb[1] - 1
-            if pa[0] >= 0:
-                hi = min(hi, pa[1])
-            out = (0, hi)
-        else:
-            out = (-inf, inf)
-    else:  # min, max, bcast
-        ps = [bounds(x, top) for x in atom.args]
-        if k == "min":
-            out = (min(p[0] for p in ps), min(p[1] for p in ps))
-        elif k == "max":
-            out = (max(p[0] for p in ps), max(p[1] for p in ps))
-        else:
-            out = (min(p[0] for p in ps), max(p[1] for p in ps))
-    if top == inf:
-        atom._bounds = out
-    return out
+    if top != inf:
+        return atom.interval(top)
+    if atom._bounds is None:
+        atom._bounds = atom.interval(inf)
+    return atom._bounds
 
 
 def bounds(d: Dim, top=inf) -> tuple:
@@ -715,7 +559,7 @@ def _replace_atom(d: Expr, atom: Atom, value: Dim) -> Dim:
     for mono, coef in d.terms:
         term: Dim = _from_dict({(): coef})
         for a, e in mono:
-            v = value if a == atom else _atom_dim(a)
+            v = value if a == atom else atom_dim(a)
             for _ in range(e):
                 term = mul(term, v)
         total = add(total, term)
@@ -723,27 +567,17 @@ def _replace_atom(d: Expr, atom: Atom, value: Dim) -> Dim:
 
 
 def _nonneg(d: Dim, depth: int) -> bool:
-    """d >= 0 for every binding: by bounds, else by reasoning about one opaque atom at a time.
-
-    min/max/bcast take the value of one of their operands, so d is non-negative if it is with
-    the atom replaced by each operand. floordiv(x, c) with c > 0 lies in [(x-c+1)/c, x/c]; where
-    it enters d linearly with a constant coefficient, the end that makes d smaller is used."""
+    """d >= 0 for every binding: by bounds, else by reasoning about one opaque atom at a time
+    (the first atom, in canonical order, whose kind has something to say: ``_nonneg_in``)."""
     if bounds(d)[0] >= 0:
         return True
     if depth == 0 or isinstance(d, int):
         return False
-    for mono, coef in d.terms:
+    for mono, _ in d.terms:
         for atom, _ in mono:
-            if atom.kind in ("min", "max", "bcast"):
-                return all(_nonneg(_replace_atom(d, atom, x), depth - 1) for x in atom.args)
-            if atom.kind == "floordiv" and isinstance(atom.args[1], int) and atom.args[1] > 0:
-                uses = [(m, c) for m, c in d.terms if any(a == atom for a, _ in m)]
-                if all(m == ((atom, 1),) for m, _ in uses) and len(uses) == 1:
-                    x, c = atom.args
-                    lower = uses[0][1] > 0
-                    value = truediv(sub(x, c - 1), c) if lower else truediv(x, c)
-                    if _nonneg(_replace_atom(d, atom, value), depth - 1):
-                        return True
+            proven = atom._nonneg_in(d, depth)
+            if proven is not None:
+                return proven
     return False
 
 
@@ -822,32 +656,6 @@ def _num(x: Number) -> Number:
     return _norm_coef(x) if isinstance(x, Fraction) else x
 
 
-def _eval_atom(atom: Atom, binding: Mapping[str, int]) -> Number:
-    k = atom.kind
-    if k == "sym":
-        name = atom.args[0]
-        if name not in binding:
-            raise EvaluationError(f"symbol {name!r} is not bound")
-        return binding[name]
-    if k == "bcast":
-        values = {evaluate(x, binding) for x in atom.args} - {1}
-        if len(values) > 1:
-            raise EvaluationError(f"bcast of {sorted(values)}: dims do not broadcast")
-        return values.pop() if values else 1
-    a, b = (evaluate(x, binding) for x in atom.args)
-    if k in ("floordiv", "mod", "div") and b == 0:
-        raise EvaluationError(f"{k} by zero")
-    if k == "floordiv":
-        return int(floor(Fraction(a) / b))
-    if k == "mod":
-        return _num(Fraction(a) - b * floor(Fraction(a) / b))
-    if k == "div":
-        return _num(Fraction(a) / b)
-    if k == "min":
-        return min(a, b)
-    return max(a, b)  # max
-
-
 def evaluate(d: Dim, binding: Mapping[str, int]) -> Number:
     """The value of d when each symbol takes the value binding[name] (exact; int when integral)."""
     if isinstance(d, (int, Fraction)):
@@ -856,12 +664,9 @@ def evaluate(d: Dim, binding: Mapping[str, int]) -> Number:
     for mono, coef in d.terms:
         v: Number = coef
         for atom, e in mono:
-            v = v * _eval_atom(atom, binding) ** e
+            v = v * atom.value(binding) ** e
         total += v
     return _num(total) if isinstance(total, Fraction) else total
-
-
-_CONSTRUCTORS = {}
 
 
 def substitute(d: Dim, mapping: Mapping) -> Dim:
@@ -871,23 +676,23 @@ def substitute(d: Dim, mapping: Mapping) -> Dim:
         return d
     if all(isinstance(k, str) for k in mapping) and not (free_symbols(d) & mapping.keys()):
         return d
-    if not _CONSTRUCTORS:
-        _CONSTRUCTORS.update(floordiv=floordiv, mod=mod, min=dmin, max=dmax, bcast=bcast, div=truediv)
     total: Dim = 0
     for mono, coef in d.terms:
         term: Dim = _from_dict({(): coef})
         for atom, e in mono:
-            if atom in mapping:
-                v = mapping[atom]
-            elif atom.kind == "sym":
-                v = mapping.get(atom.args[0], None)
-                v = _atom_dim(atom) if v is None else v
-            else:
-                v = _CONSTRUCTORS[atom.kind](*(substitute(x, mapping) for x in atom.args))
+            v = mapping[atom] if atom in mapping else atom._substituted(mapping)
             for _ in range(e):
                 term = mul(term, v)
         total = add(total, term)
     return total
+
+
+def at_zero(d: Dim, atom: Atom) -> Dim:
+    """d where the atom is 0: a symbol is set to 0 everywhere (inside other atoms too), any other
+    atom where it stands as a factor of a term."""
+    if isinstance(atom, Sym):
+        return substitute(d, {atom.name: 0})
+    return replace_atom(d, atom, 0)
 
 
 def atoms(d: Dim):
@@ -900,8 +705,51 @@ def atoms(d: Dim):
         for mono, _ in x.terms:
             for atom, _ in mono:
                 yield atom
-                if atom.kind != "sym":
-                    stack.extend(atom.args)
+                stack.extend(atom.args)
+
+
+def term_atoms(d: Dim) -> Iterator[Atom]:
+    """The atoms that are factors of d's terms, term by term in canonical order (an atom of
+    several terms comes once for each); not those nested inside them (see :func:`atoms`)."""
+    if isinstance(d, Expr):
+        for mono, _ in d.terms:
+            for atom, _ in mono:
+                yield atom
+
+
+def as_single_atom(d: Dim) -> Optional[Atom]:
+    """The atom when d is just one atom (``min(a,b)``, not ``2*min(a,b)``), else None."""
+    if isinstance(d, Expr) and len(d.terms) == 1:
+        (mono, coef), = d.terms
+        if coef == 1 and len(mono) == 1 and mono[0][1] == 1:
+            return mono[0][0]
+    return None
+
+
+def zero_factors(d: Dim) -> Optional[tuple]:
+    """The atoms of d when d is a positive multiple of a product of atoms (``2*B*S**2``): d is 0
+    exactly when one of them is. None for any other dim (a constant, a sum)."""
+    if not isinstance(d, Expr) or len(d.terms) != 1:
+        return None
+    (mono, coef), = d.terms
+    if not mono or coef <= 0:
+        return None
+    return tuple(atom for atom, _ in mono)
+
+
+def common_denominator(d: Dim) -> Optional[int]:
+    """The least c >= 1 for which c*d has integer coefficients (``B*S/4`` gives 4; an int 1),
+    or None when an exact division a/b is a factor of one of d's terms (atoms nested inside
+    others are not looked into)."""
+    if isinstance(d, int):
+        return 1
+    c = 1
+    for mono, coef in d.terms:
+        if any(isinstance(atom, Div) for atom, _ in mono):
+            return None
+        if type(coef) is not int:
+            c = lcm(c, coef.denominator)
+    return c
 
 
 def free_symbols(d: Dim) -> set:
@@ -915,8 +763,8 @@ def free_symbols(d: Dim) -> set:
         if isinstance(x, Expr):
             for mono, _ in x.terms:
                 for atom, _ in mono:
-                    if atom.kind == "sym":
-                        out.add(atom.args[0])
+                    if type(atom) is Sym:
+                        out.add(atom.name)
                     else:
                         stack.extend(atom.args)
     return out
@@ -933,3 +781,400 @@ def dim_key(d: Dim) -> tuple:
     if isinstance(d, Fraction):
         return (0, d)
     return (1, tuple((_mono_key(m), str(c)) for m, c in d.terms))
+
+
+# ---------------------------------------------------------------------------------------------
+# Atom kinds: one class each, its constructor right after it
+
+
+def _operand_values(atom: Atom, binding: Mapping[str, int]) -> tuple:
+    return tuple(evaluate(x, binding) for x in atom.args)
+
+
+def _divisor_values(atom: Atom, binding: Mapping[str, int]) -> tuple:
+    """The values of a division's operands (EvaluationError for a divisor of 0)."""
+    a, b = _operand_values(atom, binding)
+    if b == 0:
+        raise EvaluationError(f"{atom.tag} by zero")
+    return a, b
+
+
+class Sym(Atom):
+    """A named symbol: a tensor dim, so an integer >= 0, or >= ``lo`` (1 for a dim assumed
+    non-empty). Printed as its name, quoted unless it is an identifier."""
+
+    __slots__ = ("name", "lo")
+    tag = "sym"
+
+    def __init__(self, name: str, lo: int = 0):
+        self.name = name
+        self.lo = lo
+        self.args = ()
+        self.key = (0, name) if lo == 0 else (0, name, lo)  # before every operation, by name
+        self._hash = hash(self.key)
+        self._bounds = None
+        self.size, self.depth = 1, 0
+
+    def __repr__(self):
+        return f"Atom({self.tag}, {(self.name,)!r})"
+
+    def interval(self, top) -> tuple:
+        return (self.lo, top)
+
+    def value(self, binding: Mapping[str, int]) -> Number:
+        if self.name not in binding:
+            raise EvaluationError(f"symbol {self.name!r} is not bound")
+        return binding[self.name]
+
+    def _substituted(self, mapping: Mapping) -> Dim:
+        v = mapping.get(self.name, None)
+        return atom_dim(self) if v is None else v
+
+
+def sym(name: str, lo: int = 0) -> Expr:
+    """The symbol ``name`` as a dim. ``lo=1`` declares it at least 1 (a dim assumed non-empty);
+    that is part of its identity, so one model should name each symbol with one ``lo``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a symbol needs a non-empty name, got {name!r}")
+    return atom_dim(Sym(name, lo))
+
+
+class Div(Atom):
+    """``a/b``, an exact division that is not a polynomial (an element count over another, for
+    Reshape's -1): an integer in every valid run, though not for every binding."""
+
+    __slots__ = ()
+    tag = "div"
+    infix = "/"
+
+    @staticmethod
+    def build(args: tuple) -> Dim:
+        return truediv(*args)
+
+    def interval(self, top) -> tuple:
+        pa, pb = bounds(self.args[0], top), bounds(self.args[1], top)
+        if pb[0] <= 0:
+            return (-inf, inf)
+        lo, hi = _quot_interval(pa, pb)
+        # an integer in a valid run: positive means >= 1
+        lo = lo if lo == -inf else -floor(-Fraction(lo))
+        hi = hi if hi == inf else floor(Fraction(hi))
+        if pa[0] > 0:
+            lo = max(lo, 1)
+        return (lo, hi)
+
+    def value(self, binding: Mapping[str, int]) -> Number:
+        a, b = _divisor_values(self, binding)
+        return _num(Fraction(a) / b)
+
+
+@_memo
+def truediv(a: Dim, b: Dim) -> Dim:
+    """Exact division a / b (the quotient of element counts, for Reshape's -1)."""
+    cb = constant_value(b)
+    if cb is not None:
+        if cb == 0:
+            raise ZeroDivisionError("division of a dim by zero")
+        ca = constant_value(a)
+        if ca is not None:
+            return _from_dict({(): Fraction(ca) / cb})
+        return _scale(a, Fraction(1) / cb)
+    if a == b:
+        return 1
+    q = _poly_divide(a, b)
+    if q is not None:
+        return q
+    return atom_dim(Div((a, b)))
+
+
+class FloorDiv(Atom):
+    """``a//b``, floor division (Python's)."""
+
+    __slots__ = ()
+    tag = "floordiv"
+    infix = "//"
+
+    @staticmethod
+    def build(args: tuple) -> Dim:
+        return floordiv(*args)
+
+    def interval(self, top) -> tuple:
+        pa, pb = bounds(self.args[0], top), bounds(self.args[1], top)
+        if pb[0] <= 0:
+            return (-inf, inf)
+        lo, hi = _quot_interval(pa, pb)
+        lo = lo if lo == -inf else floor(lo)
+        hi = hi if hi == inf else floor(hi)
+        return (lo, hi)
+
+    def value(self, binding: Mapping[str, int]) -> Number:
+        a, b = _divisor_values(self, binding)
+        return int(floor(Fraction(a) / b))
+
+    def _nonneg_in(self, d: Expr, depth: int) -> Optional[bool]:
+        """floordiv(x, c) with c > 0 lies in [(x-c+1)/c, x/c]; where it enters d linearly with a
+        constant coefficient, d is non-negative if it is with the end that makes d smaller."""
+        x, c = self.args
+        if not (isinstance(c, int) and c > 0):
+            return None
+        uses = [(m, k) for m, k in d.terms if any(a == self for a, _ in m)]
+        if all(m == ((self, 1),) for m, _ in uses) and len(uses) == 1:
+            lower = uses[0][1] > 0
+            value = truediv(sub(x, c - 1), c) if lower else truediv(x, c)
+            if _nonneg(_replace_atom(d, self, value), depth - 1):
+                return True
+        return None
+
+
+def _int_coefs(d: dict) -> bool:
+    return all(isinstance(c, int) for c in d.values())
+
+
+@_memo
+def floordiv(a: Dim, b: Dim) -> Dim:
+    ca, cb = constant_value(a), constant_value(b)
+    if cb is not None:
+        if cb == 0:
+            raise ZeroDivisionError("floordiv of a dim by zero")
+        if ca is not None:
+            return int(floor(Fraction(ca) / cb))
+        if cb == 1:
+            return a if _int_coefs(_as_dict(a)) else atom_dim(FloorDiv((a, b)))
+        if isinstance(cb, int) and cb > 0:
+            da = _as_dict(a)
+            if _int_coefs(da):
+                q = {m: c // cb for m, c in da.items()}
+                r = {m: c % cb for m, c in da.items()}
+                qd, rd = _from_dict(q), _from_dict(r)
+                if rd == 0:
+                    return qd
+                lo, hi = bounds(rd)
+                if lo >= 0 and hi <= cb - 1:
+                    return qd
+                # floordiv(floordiv(x, c1), c2) == floordiv(x, c1*c2) for positive c1, c2
+                inner = as_single_atom(rd)
+                if isinstance(inner, FloorDiv):
+                    x, c1 = inner.args
+                    if isinstance(c1, int) and c1 > 0:
+                        return add(qd, floordiv(x, c1 * cb))
+                # rd = R + mod(y, c) with R + y a multiple c*P of c (padding to a multiple:
+                # x + mod(-x, c)) divides exactly: floordiv(rd, c) = P - floordiv(y, c).
+                for mono, coef in rd.terms if isinstance(rd, Expr) else ():
+                    if coef == 1 and len(mono) == 1 and mono[0][1] == 1:
+                        atom = mono[0][0]
+                        if isinstance(atom, Mod) and atom.args[1] == cb:
+                            y = atom.args[0]
+                            rest = add(sub(rd, atom_dim(atom)), y)
+                            drest = _as_dict(rest)
+                            if _int_coefs(drest) and all(c % cb == 0 for c in drest.values()):
+                                # mod(y, c) == mod(-R, c), so rd = c*ceil(R/c)
+                                r_part = sub(rd, atom_dim(atom))
+                                return add(qd, floordiv(add(r_part, cb - 1), cb))
+                return add(qd, atom_dim(FloorDiv((rd, b))))
+    if isinstance(b, Expr):
+        q = _poly_divide(a, b)  # an exact quotient with integer coefficients is the floor too
+        if q is not None and _int_coefs(_as_dict(q)):
+            return q
+    if provably_nonneg(a) and provably_positive(b) and provably_le(add(a, 1), b):
+        return 0
+    return atom_dim(FloorDiv((a, b)))
+
+
+class Mod(Atom):
+    """``a%b``, the remainder of floor division (Python's; ONNX ``Mod`` with ``fmod=0``)."""
+
+    __slots__ = ()
+    tag = "mod"
+    infix = "%"
+
+    @staticmethod
+    def build(args: tuple) -> Dim:
+        return mod(*args)
+
+    def interval(self, top) -> tuple:
+        pa, pb = bounds(self.args[0], top), bounds(self.args[1], top)
+        if pb[0] <= 0:
+            return (-inf, inf)
+        hi = pb[1] - 1
+        if pa[0] >= 0:
+            hi = min(hi, pa[1])
+        return (0, hi)
+
+    def value(self, binding: Mapping[str, int]) -> Number:
+        a, b = _divisor_values(self, binding)
+        return _num(Fraction(a) - b * floor(Fraction(a) / b))
+
+
+@_memo
+def mod(a: Dim, b: Dim) -> Dim:
+    ca, cb = constant_value(a), constant_value(b)
+    if cb is not None:
+        if cb == 0:
+            raise ZeroDivisionError("mod of a dim by zero")
+        if ca is not None:
+            return _from_dict({(): Fraction(ca) - cb * floor(Fraction(ca) / cb)})
+        if isinstance(cb, int) and cb in (1, -1) and _int_coefs(_as_dict(a)):
+            return 0
+        if isinstance(cb, int) and cb > 0:
+            da = _as_dict(a)
+            if _int_coefs(da):
+                rd = _from_dict({m: c % cb for m, c in da.items()})
+                if rd == 0:
+                    return 0
+                lo, hi = bounds(rd)
+                if lo >= 0 and hi <= cb - 1:
+                    return rd
+                return atom_dim(Mod((rd, b)))
+    if a == b:
+        return 0  # a % a is 0 wherever it is defined
+    if provably_nonneg(a) and provably_positive(b) and provably_le(add(a, 1), b):
+        return a
+    return atom_dim(Mod((a, b)))
+
+
+class _OneOperand(Atom):
+    """An atom whose value is always one of its operands' (min, max, bcast)."""
+
+    __slots__ = ()
+
+    def _nonneg_in(self, d: Expr, depth: int) -> Optional[bool]:
+        """d is non-negative if it is with the atom replaced by each operand in turn."""
+        return all(_nonneg(_replace_atom(d, self, x), depth - 1) for x in self.args)
+
+
+def _ordered(a: Dim, b: Dim) -> tuple:
+    return (a, b) if dim_key(a) <= dim_key(b) else (b, a)
+
+
+class Min(_OneOperand):
+    """``min(a,b)``."""
+
+    __slots__ = ()
+    tag = "min"
+    call = "min"
+
+    @staticmethod
+    def build(args: tuple) -> Dim:
+        """min of two or more dims (the parser takes ``min(a,b,c)``), folded from the left."""
+        out = args[0]
+        for x in args[1:]:
+            out = dmin(out, x)
+        return out
+
+    def interval(self, top) -> tuple:
+        ps = [bounds(x, top) for x in self.args]
+        return (min(p[0] for p in ps), min(p[1] for p in ps))
+
+    def value(self, binding: Mapping[str, int]) -> Number:
+        a, b = _operand_values(self, binding)
+        return min(a, b)
+
+
+@_memo
+def dmin(a: Dim, b: Dim) -> Dim:
+    ca, cb = constant_value(a), constant_value(b)
+    if ca is not None and cb is not None:
+        return _from_dict({(): min(ca, cb)})
+    if a == b or provably_le(a, b):
+        return a
+    if provably_le(b, a):
+        return b
+    return atom_dim(Min(_ordered(a, b)))
+
+
+class Max(_OneOperand):
+    """``max(a,b)``."""
+
+    __slots__ = ()
+    tag = "max"
+    call = "max"
+
+    @staticmethod
+    def build(args: tuple) -> Dim:
+        """max of two or more dims (the parser takes ``max(a,b,c)``), folded from the left."""
+        out = args[0]
+        for x in args[1:]:
+            out = dmax(out, x)
+        return out
+
+    def interval(self, top) -> tuple:
+        ps = [bounds(x, top) for x in self.args]
+        return (max(p[0] for p in ps), max(p[1] for p in ps))
+
+    def value(self, binding: Mapping[str, int]) -> Number:
+        a, b = _operand_values(self, binding)
+        return max(a, b)
+
+
+@_memo
+def dmax(a: Dim, b: Dim) -> Dim:
+    ca, cb = constant_value(a), constant_value(b)
+    if ca is not None and cb is not None:
+        return _from_dict({(): max(ca, cb)})
+    if a == b or provably_le(b, a):
+        return a
+    if provably_le(a, b):
+        return b
+    return atom_dim(Max(_ordered(a, b)))
+
+
+class Bcast(_OneOperand):
+    """``bcast(a,b,...)``, the ONNX broadcast of dims that cannot be decided: the one that is
+    not 1 (they all are equal or 1 in a valid run), 1 if all are."""
+
+    __slots__ = ()
+    tag = "bcast"
+    call = "bcast"
+
+    @staticmethod
+    def build(args: tuple) -> Dim:
+        return bcast(*args)
+
+    def interval(self, top) -> tuple:
+        ps = [bounds(x, top) for x in self.args]
+        return (min(p[0] for p in ps), max(p[1] for p in ps))
+
+    def value(self, binding: Mapping[str, int]) -> Number:
+        values = set(_operand_values(self, binding)) - {1}
+        if len(values) > 1:
+            raise EvaluationError(f"bcast of {sorted(values)}: dims do not broadcast")
+        return values.pop() if values else 1
+
+
+def _bcast_args(d: Dim) -> tuple:
+    """The operands of d if it is a bare bcast(...), else (d,)."""
+    atom = as_single_atom(d)
+    return atom.args if isinstance(atom, Bcast) else (d,)
+
+
+@_memo
+def bcast(*dims: Dim) -> Dim:
+    """The multidirectional-broadcast result of dims (n-ary: nested bcasts flatten).
+
+    Exact: where it cannot be decided which side wins, the result is the opaque
+    ``bcast(a, b, ...)``, which evaluates to the run-time value. A dim that is provably not 1
+    must be the result of any valid run. Raises :class:`BroadcastError` when two constants can
+    never broadcast (different, neither 1)."""
+    args: dict = {}
+    for d in dims:
+        for x in _bcast_args(d):
+            if x != 1:
+                args[dim_key(x)] = x
+    ints = {x for x in args.values() if isinstance(x, int)}
+    if len(ints) > 1:
+        a, b = sorted(ints)[:2]
+        raise BroadcastError(f"dims {a} and {b} cannot broadcast")
+    if not args:
+        return 1
+    ordered = [args[k] for k in sorted(args)]
+    if len(ordered) == 1:
+        return ordered[0]
+    not_one = [x for x in ordered if provably_not_one(x)]
+    if not_one:
+        # Every valid run has all the others equal to it or 1; the canonical first one serves.
+        return not_one[0]
+    return atom_dim(Bcast(tuple(ordered)))
+
+
+# Every kind, for the printer and the parser (which read their syntax).
+KINDS = (Sym, Div, FloorDiv, Mod, Min, Max, Bcast)

@@ -7,9 +7,11 @@ Grammar (what goes into ``dim_param``; Python precedence and associativity)::
     unary := ('-' | '+') unary | atom
     atom  := INT | NAME | QUOTED | NAME '(' expr (',' expr)+ ')' | '(' expr ')'
 
-``/`` is exact division, ``//`` and ``%`` floor division and modulo; the calls are ``min``, ``max``
-and ``bcast``. ``to_str`` prints the canonical form without spaces (``2*seq+1``,
-``batch*seq/4``, ``(S+1)//2``) and ``parse(to_str(d)) == d`` for every dim.
+``/`` is exact division, ``//`` and ``%`` floor division and modulo; the calls are ``min``,
+``max`` and ``bcast``. Both directions take an atom's syntax from its kind (``call`` or
+``infix``, in expr.py), so a kind written as a call needs nothing here. ``to_str`` prints the
+canonical form without spaces (``2*seq+1``, ``batch*seq/4``, ``(S+1)//2``) and
+``parse(to_str(d)) == d`` for every dim.
 
 A symbol's name is whatever string named it (a ``dim_param`` of someone else's model is an
 opaque name: ``"3"``, ``"a*b"``, ``"batch size"``). A name that is not an identifier is printed
@@ -22,7 +24,7 @@ import re
 from fractions import Fraction
 from math import lcm
 
-from .expr import Dim, add, bcast, dmax, dmin, floordiv, mod, mul, neg, sub, sym, truediv
+from .expr import KINDS, Dim, Sym, add, mul, neg, sub, sym
 
 __all__ = ["to_str", "parse", "ParseError", "NAME_RE", "quote_name"]
 
@@ -49,14 +51,13 @@ def quote_name(name: str) -> str:
 
 
 def _atom_str(atom) -> str:
-    k = atom.kind
-    if k == "sym":
-        return quote_name(atom.args[0])
-    if k in ("min", "max", "bcast"):
-        return f"{k}(" + ",".join(to_str(x) for x in atom.args) + ")"
+    """An atom in its kind's syntax (see the kinds in expr.py)."""
+    if isinstance(atom, Sym):
+        return quote_name(atom.name)
+    if atom.call is not None:
+        return f"{atom.call}(" + ",".join(to_str(x) for x in atom.args) + ")"
     a, b = atom.args
-    op = {"floordiv": "//", "mod": "%", "div": "/"}[k]
-    return f"{_operand(a, True)}{op}{_operand(b, False)}"
+    return f"{_operand(a, True)}{atom.infix}{_operand(b, False)}"
 
 
 def _term_str(mono: tuple, n: int, negative: bool) -> str:
@@ -66,7 +67,7 @@ def _term_str(mono: tuple, n: int, negative: bool) -> str:
     parts = []
     for atom, e in mono:
         s = _atom_str(atom)
-        if atom.kind in ("floordiv", "mod", "div") and not (single and n == 1 and not negative):
+        if atom.infix is not None and not (single and n == 1 and not negative):
             s = f"({s})"
         parts.extend([s] * e)
     body = "*".join(parts)
@@ -100,7 +101,10 @@ def to_str(d: Dim) -> str:
 
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*/%(),])|'((?:[^'\\]|\\.)*)')")
 _UNESCAPE = re.compile(r"\\(.)")
-_CALLS = {"min": dmin, "max": dmax, "bcast": bcast}
+# The calls and operators of the atom kinds (``*`` is the polynomial product).
+_CALLS = {k.call: k for k in KINDS if k.call is not None}
+_INFIX = {k.infix: k for k in KINDS if k.infix is not None}
+_PRODUCT_OPS = {("op", "*")} | {("op", op) for op in _INFIX}
 
 
 class _Parser:
@@ -146,18 +150,11 @@ class _Parser:
 
     def term(self):
         d = self.unary()
-        while self.peek() in (("op", "*"), ("op", "/"), ("op", "//"), ("op", "%")):
+        while self.peek() in _PRODUCT_OPS:
             op = self.take()[1]
             rhs = self.unary()
             try:
-                if op == "*":
-                    d = mul(d, rhs)
-                elif op == "/":
-                    d = truediv(d, rhs)
-                elif op == "//":
-                    d = floordiv(d, rhs)
-                else:
-                    d = mod(d, rhs)
+                d = mul(d, rhs) if op == "*" else _INFIX[op].build((d, rhs))
             except ZeroDivisionError as e:
                 raise ParseError(f"{e} in {self.text!r}") from None
         return d
@@ -178,8 +175,8 @@ class _Parser:
             return val
         if kind == "name":
             if self.peek() == ("op", "("):
-                fn = _CALLS.get(val)
-                if fn is None:
+                call = _CALLS.get(val)
+                if call is None:
                     raise ParseError(f"unknown function {val!r} in {self.text!r}")
                 self.take("(")
                 args = [self.expr()]
@@ -190,11 +187,7 @@ class _Parser:
                 if len(args) < 2:
                     raise ParseError(f"{val}() takes two or more arguments in {self.text!r}")
                 try:
-                    out = args[0] if fn is not bcast else bcast(*args)
-                    if fn is not bcast:
-                        for x in args[1:]:
-                            out = fn(out, x)
-                    return out
+                    return call.build(tuple(args))
                 except ValueError as e:
                     raise ParseError(f"{e} in {self.text!r}") from None
             return self.symbol(val)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Optional
 
-from .expr import EvaluationError, atoms, evaluate, free_symbols
+from .expr import EvaluationError, Sym, atoms, evaluate, free_symbols
 
 PROBES = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 33, 63, 64, 65, 100, 127, 128, 224, 255, 256,
           257, 384, 511, 512, 1000, 1023, 1024, 4096)
@@ -41,8 +41,8 @@ def counterexample(dims, holds, nonempty=()) -> Optional[dict]:
     lows: dict = {}
     for d in dims:
         for atom in atoms(d):
-            if atom.kind == "sym":
-                lows[atom.args[0]] = max(lows.get(atom.args[0], 0), atom.lo)
+            if isinstance(atom, Sym):
+                lows[atom.name] = max(lows.get(atom.name, 0), atom.lo)
     names = sorted(lows)
     rng = random.Random(len(names))
     tries = [{n: v for n in names} for v in PROBES]

@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 
 from ...semantics import INT_RANGES, wrap_int
-from ...symbolic import BroadcastError, Dim, Expr, bcast, fits, mul, provably_nonneg, provably_not_one, replace_atom, substitute
+from ...symbolic import BroadcastError, Dim, Expr, at_zero, bcast, fits, mul, provably_nonneg, provably_not_one, zero_factors
 from ..facts import UNKNOWN, Fact, as_dim, obj_array, shape_str
 
 
@@ -121,18 +121,9 @@ def zero_implies_zero(e, in_dim) -> bool:
         return False
     if e == in_dim:
         return True
-    if not isinstance(e, Expr) or len(e.terms) != 1:
-        return False
-    mono, coef = e.terms[0]
-    if not mono or coef <= 0:
-        return False
     # e is a positive multiple of a product of atoms: it is 0 exactly when one of them is.
-    # A symbol is set to 0 everywhere in in_dim (inside other atoms too); another atom only
-    # where it stands as a factor.
-    return all(
-        (substitute(in_dim, {atom.args[0]: 0}) if atom.kind == "sym" else replace_atom(in_dim, atom, 0)) == 0
-        for atom, _ in mono
-    )
+    factors = zero_factors(e)
+    return factors is not None and all(at_zero(in_dim, atom) == 0 for atom in factors)
 
 
 def fit_integer_value(value: Optional[np.ndarray], dtype: int, wrap: bool = False) -> Optional[np.ndarray]:

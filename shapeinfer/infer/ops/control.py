@@ -39,7 +39,7 @@ def if_(ctx):
 
 
 def _minted_since(engine, mark: int, dim) -> bool:
-    return any(engine.minted_index(s) >= mark for s in free_symbols(dim))
+    return any(engine.symbols.minted_index(s) >= mark for s in free_symbols(dim))
 
 
 def _fixpoint(ctx, before: Fact, after: Fact, mark: int) -> Fact:
@@ -74,7 +74,7 @@ def loop(ctx):
 
     iter_fact = Fact(dtype=TensorProto.INT64, shape=())
     cond_fact = Fact(dtype=TensorProto.BOOL, shape=())
-    mark = eng.mint_mark()
+    mark = eng.symbols.mint_mark()
     outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + carried, ctx.attr_scope, ctx.node)
     first = outs[1:1 + n_carried]
     m = ctx.input(0) if ctx.has_input(0) else None
@@ -158,7 +158,7 @@ def scan(ctx):
         if seq_len is None:
             seq_len = f.shape[ax]
         slices.append(Fact(dtype=f.dtype, shape=f.shape[:ax] + f.shape[ax + 1:]))
-    mark = eng.mint_mark()
+    mark = eng.symbols.mint_mark()
     outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, states + slices, ctx.attr_scope, ctx.node)
     results = _scan_states(ctx, body, states, slices, outs[:n_state], seq_len, mark)
     out_axes = list(ctx.attr("scan_output_axes") or [0] * (len(outs) - n_state))

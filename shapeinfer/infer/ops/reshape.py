@@ -11,10 +11,10 @@ An empty shape means a scalar. ``-1`` is the exact quotient of the element count
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Optional
 
-from ...symbolic import Expr, provably_nonneg, provably_positive, replace_atom, sub, substitute, to_str, truediv
+from ...symbolic import (Expr, at_zero, common_denominator, constant_value, provably_nonneg, provably_positive, sub,
+                         to_str, truediv, zero_factors)
 from ..facts import Fact
 from ..registry import rule
 from ._util import prod, value_entries, value_length, zero_implies_zero
@@ -81,7 +81,7 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
                     raise ctx.error(f"shape {_spec_str(spec)}: -1 cannot be inferred next to a zero dim")
             else:
                 q = truediv(total_in, denom)
-                if isinstance(q, Expr) and len(q.terms) == 1 and q.terms[0][0] == ():
+                if not isinstance(q, int) and constant_value(q) is not None:  # a fraction
                     raise ctx.error(
                         f"element counts cannot match: the input has {to_str(total_in)} elements, "
                         f"not a multiple of {to_str(denom)} from shape {_spec_str(spec)}"
@@ -125,16 +125,12 @@ def _zero_case_fails(spec, in_shape, i) -> bool:
     entries copying input dims -- and the element counts must then differ for every value of
     the other symbols. (A -1 or an entry that might still be 0 there: not decided.)"""
     e = spec[i]
-    if not isinstance(e, Expr) or len(e.terms) != 1 or -1 in spec or not provably_nonneg(e):
+    factors = zero_factors(e)
+    if factors is None or -1 in spec or not provably_nonneg(e):
         return False
-    mono, coef = e.terms[0]
-    if not mono or coef <= 0:
-        return False
-    for atom, _ in mono:
+    for atom in factors:
         def zero(d, atom=atom):
-            if not isinstance(d, Expr):
-                return d
-            return substitute(d, {atom.args[0]: 0}) if atom.kind == "sym" else replace_atom(d, atom, 0)
+            return at_zero(d, atom) if isinstance(d, Expr) else d
 
         ins = [zero(d) for d in in_shape]
         outs = []
@@ -165,24 +161,15 @@ def _multiple_str(q, total, denom) -> str:
     """The condition for q = total/denom to be whole, said simply: for q = P/c (P with integer
     coefficients, c an integer) "P is a multiple of c" -- [B,S] to [0,-1,4] needs "S is a
     multiple of 4"; otherwise in full."""
-    from math import lcm
-
-    if isinstance(q, Expr) and all(a.kind != "div" for mono, _ in q.terms for a, _ in mono):
-        c = 1
-        for _, coef in q.terms:
-            c = lcm(c, Fraction(coef).denominator)
-        if c > 1:
-            return f"{to_str(q * c)} is a multiple of {c}"
+    c = common_denominator(q)
+    if c is not None and c > 1:
+        return f"{to_str(q * c)} is a multiple of {c}"
     return f"{to_str(total)} is a multiple of {to_str(denom)}"
 
 
 def _integral(q) -> bool:
     """True when q is an integer for every binding: integer coefficients, no exact division."""
-    if isinstance(q, int):
-        return True
-    if not isinstance(q, Expr):
-        return False
-    return all(isinstance(c, int) and all(a.kind != "div" for a, _ in mono) for mono, c in q.terms)
+    return common_denominator(q) == 1
 
 
 def _counts_never_match(total_in, total_out) -> bool:
@@ -201,8 +188,7 @@ def _constant_ratio(total_in, total_out) -> bool:
     if total_out == 0 or total_in == 0:
         return False
     ratio = truediv(total_in, total_out)
-    constant = isinstance(ratio, int) or (isinstance(ratio, Expr) and len(ratio.terms) == 1 and ratio.terms[0][0] == ())
-    return constant and ratio != 1
+    return constant_value(ratio) is not None and ratio != 1
 
 
 def _spec_str(spec) -> str:
