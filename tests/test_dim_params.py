@@ -101,6 +101,22 @@ def test_a_marked_models_claims_are_checked_not_believed():
     assert [d["kind"] for d in shapeinfer.infer(m).declared_dims()] == ["equal"]
 
 
+@pytest.mark.parametrize("claim", ["c/((-a-6)//(3/8))", "c//(3/8)", "c%(3/8)", "a/(3/8)", "(a/4)/(1/2)"])
+def test_a_claim_no_run_can_have_is_handled_without_an_internal_error(claim):
+    """A marked model may claim any expression, also one with a divisor that is no integer
+    (3/8): its range is empty, and the algebra must take it as such (it once divided by zero)."""
+    m = onnx.parser.parse_model("""
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[a,c] x) => (float[m,a] y) { y = Relu(x) }
+    """)
+    m.graph.output[0].type.tensor_type.shape.dim[0].dim_param = claim
+    mark_written_by_shapeinfer(m)
+    assert shapeinfer.infer(m).shape_strs("y") == ["a", "c"]
+    report = shapeinfer.check(m)
+    assert not [f for f in report.findings if f.code == "internal-error"], [f.line() for f in report.findings]
+    shapeinfer.optimize(m)
+
+
 def test_input_shape_overrides_are_typed_by_the_user_and_may_be_expressions():
     model = _concat_model("n")
     result = shapeinfer.infer(model, input_shapes={"x": ["2*k", 2]})

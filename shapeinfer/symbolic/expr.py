@@ -853,7 +853,7 @@ class Div(Atom):
 
     def interval(self, top) -> tuple:
         pa, pb = bounds(self.args[0], top), bounds(self.args[1], top)
-        if pb[0] <= 0:
+        if pb[0] <= 0 or pb[0] > pb[1]:  # (an empty range: a divisor no valid run has)
             return (-inf, inf)
         lo, hi = _quot_interval(pa, pb)
         # an integer in a valid run: positive means >= 1
@@ -900,7 +900,7 @@ class FloorDiv(Atom):
 
     def interval(self, top) -> tuple:
         pa, pb = bounds(self.args[0], top), bounds(self.args[1], top)
-        if pb[0] <= 0:
+        if pb[0] <= 0 or pb[0] > pb[1]:  # (an empty range: a divisor no valid run has)
             return (-inf, inf)
         lo, hi = _quot_interval(pa, pb)
         lo = lo if lo == -inf else floor(lo)
@@ -993,7 +993,7 @@ class Mod(Atom):
 
     def interval(self, top) -> tuple:
         pa, pb = bounds(self.args[0], top), bounds(self.args[1], top)
-        if pb[0] <= 0:
+        if pb[0] <= 0 or pb[0] > pb[1]:  # (an empty range: a divisor no valid run has)
             return (-inf, inf)
         hi = pb[1] - 1
         if pa[0] >= 0:
