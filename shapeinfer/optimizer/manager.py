@@ -220,12 +220,17 @@ class PassManager:
 
     def _rounds(self, ctx: PassContext, report: OptimizeReport) -> tuple:
         """Run the passes until a round changes nothing; the declines of the last round, and
-        the nodes fold-constants left (with why)."""
+        the nodes fold-constants left (with why).
+
+        A round that changes nothing but found a bypass that needs a graph output's name to move
+        (``ctx.renames_waiting``) allows such renames from then on, and the rounds go on: the
+        renames come after every rewrite that needs none (see PassContext.rename_outputs)."""
         declined, not_folded = [], []
         for round_no in range(1, self.max_rounds + 1):
             report.rounds = round_no
             changed = 0
             declined, not_folded = [], []
+            ctx.renames_waiting = False
             for k, p in enumerate(self.passes, 1):
                 self._say(f"round {round_no}, pass {k}/{len(self.passes)}: {p.name}")
                 res = p.run(ctx)
@@ -235,7 +240,9 @@ class PassManager:
                 if p.name == "fold-constants":
                     not_folded = list(res.declined)
             if not changed:
-                break
+                if ctx.rename_outputs or not ctx.renames_waiting:
+                    break
+                ctx.rename_outputs = True
         return declined, not_folded
 
 

@@ -14,9 +14,11 @@ stashed on the pass between check and rewrite.
 
 The pass manager (``optimizer.manager.PassManager``) imports the model into onnx-graphsurgeon
 and infers it once, then runs the passes in order on that one graph, round after round, until a
-round changes nothing (or the round limit is hit); dead nodes are dropped and the graph is
-exported at the end. Inference is not repeated: no pass changes the shape or value of a tensor
-that stays in the graph, so the facts stay true.
+round changes nothing (or the round limit is hit) -- bypasses that rename a graph output's
+source wait for that point, then the rounds go on with them allowed; dead nodes are dropped and
+the graph is exported at the end. Inference is not repeated: no pass changes the shape or value
+of a tensor that stays in the graph, so the facts stay true (a renamed tensor takes the name of
+one equal to it).
 """
 
 from __future__ import annotations
@@ -72,6 +74,12 @@ class PassContext:
     ignore_signed_zero: bool = False  # opt-in: x + 0.0 may turn -0.0 into +0.0
     fold_float_math: bool = False  # opt-in: fold float math whose last bits may differ by runtime
     local_functions: frozenset = frozenset()  # (domain, name) of the model's own functions
+    # A bypass of a node that makes a graph output renames the tensor it reads (graph_ops.bypass).
+    # Renames wait until the other rewrites reach their fixed point: a renamed tensor is a graph
+    # output, whose own producer can then only be bypassed by another rename, so an early rename
+    # could block a rewrite made without one.
+    rename_outputs: bool = False  # renames are allowed (set by the manager)
+    renames_waiting: bool = False  # a check found a bypass that needs a rename (while not allowed)
 
     _names: Optional[set] = None
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant

@@ -5,8 +5,10 @@
   non-deterministic op, a node with a subgraph, or a call of a model-local function or of
   another domain's op (either may draw random numbers inside).
 - ``remove-identity``: Identity, and Cast to the type its input already has, are bypassed.
+  When its output is a graph output, the input takes the output's name instead -- unless the
+  input is a graph input, an initializer or another graph output (then it is kept).
 
-A node whose output is a graph output is kept (the output's name must stay).
+Dedupe keeps a node whose output is a graph output (the output's name must stay).
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@
 - ``cancel-reshapes``: Reshape -> unary elementwise op -> Reshape back to the first Reshape's
   input shape becomes the op on the original tensor (elementwise ops commute with reshapes).
 - ``neutral-elements``: x*1, 1*x, x/1, x-(+0.0), x+(-0.0) -- and x+(+0.0) under
-  ``ignore_signed_zero`` -- are bypassed when x already has the output's shape and type (not
-  when its output is a graph output: the name must stay).
+  ``ignore_signed_zero`` -- are bypassed when x already has the output's shape and type. With a
+  graph output, x takes the output's name -- unless x is a graph input or another graph output
+  (then the op is kept).
 """
 
 from __future__ import annotations

@@ -52,15 +52,33 @@ def remove_node(node) -> None:
 
 
 def can_bypass(ctx, node, source) -> bool:
-    """Whether ``bypass(ctx, node, source)`` may be done: not when node's output is a graph
-    output (the output's name must stay)."""
-    return node.outputs[0].name not in ctx.graph_outputs
+    """Whether ``bypass(ctx, node, source)`` may be done: always when node's output is no graph
+    output. A graph output must keep its name, so then ``source`` takes it -- which it may only
+    when its own name is not one to keep: not a graph input, an initializer or another graph
+    output, but a tensor a node of the graph makes -- and only once the manager allows renames
+    (``ctx.rename_outputs``; until then such a bypass is noted in ``ctx.renames_waiting``)."""
+    if node.outputs[0].name not in ctx.graph_outputs:
+        return True
+    if (isinstance(source, gs.Constant) or len(source.inputs) != 1 or source.name in ctx.graph_outputs
+            or any(t is source for t in ctx.graph.inputs)):
+        return False
+    if not ctx.rename_outputs:
+        ctx.renames_waiting = True
+        return False
+    return True
 
 
 def bypass(ctx, node, source) -> None:
     """Node's readers read ``source`` (a tensor equal to node's output, bit for bit) instead, and
-    node leaves the graph. Only where ``can_bypass`` allows it."""
-    replace_uses(ctx.graph, node.outputs[0], source)
+    node leaves the graph. When node's output is a graph output, ``source`` is renamed to it and
+    takes its place among the outputs (as onnx-ir's identity elimination does): the tensor the
+    graph returns keeps its name, and every reader of ``source`` reads the same tensor under
+    the new name. Only where ``can_bypass`` allows it."""
+    out = node.outputs[0]
+    replace_uses(ctx.graph, out, source)
+    if out.name in ctx.graph_outputs:
+        source.name = out.name
+        ctx.graph.outputs = [source if t is out else t for t in ctx.graph.outputs]
     remove_node(node)
 
 

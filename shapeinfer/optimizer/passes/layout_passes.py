@@ -1,8 +1,10 @@
 """Rewrites of data layout and of MatMul + bias.
 
 - ``merge-transposes``: Transpose of a Transpose becomes one Transpose with the composed
-  permutation; a Transpose whose permutation is the identity is dropped (unless its output is
-  a graph output). Pure data movement: bit-exact.
+  permutation; a Transpose whose permutation is the identity is dropped (with a graph output,
+  its input takes the output's name -- unless the input is a graph input, an initializer or
+  another graph output: then it stays, or becomes one identity Transpose). Pure data
+  movement: bit-exact.
 - ``fuse-gemm``: MatMul of two 2-D tensors followed by an Add of a bias that broadcasts to the
   product's shape (and not beyond it) becomes one Gemm (alpha = beta = 1). float/double only.
   The sum is the same mathematical one; a float result may differ in the last bit where a

@@ -8,7 +8,9 @@
   is the op's identity, -inf for ReduceMax, where the input would give its values.)
 - ``reduce-size-one``: ReduceMax/ReduceMin/ReduceProd over axes that are all provably of size 1
   keep the element itself: removed with ``keepdims=1``, a Squeeze with ``keepdims=0``.
-  (Sum and Mean are left alone: adding to 0 turns -0.0 into +0.0.)
+  (Sum and Mean are left alone: adding to 0 turns -0.0 into +0.0.) Removed with a graph
+  output, its input takes the output's name -- unless the input is a graph input, an
+  initializer or another graph output (then it is kept).
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@
 - ``tile-uniform``: a Tile of a tensor whose elements are all equal (bit for bit) becomes an
   Expand of one element.
 
-A node whose output is a graph output is kept (the output's name must stay).
+When ``remove-noop`` bypasses a node whose output is a graph output, the tensor it reads takes
+the output's name instead -- unless that tensor is a graph input, an initializer or another
+graph output: then the node is kept, and the decline says so.
 """
 
 from __future__ import annotations
