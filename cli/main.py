@@ -231,16 +231,16 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
 
     import shapeinfer
     from shapeinfer.fold.folder import DEFAULT_BUDGET_BYTES
-    from shapeinfer.optimizer.manager import DEFAULT_PASSES, OPT_IN_PASSES, OptimizeReport, optimize
-    from shapeinfer.optimizer.passes import REGISTRY
+    from shapeinfer.optimizer.manager import OptimizeReport, UnknownPassError, optimize, select_passes
     from shapeinfer.modelio.writer import check_model_destination, write_model
 
     from .render import render_optimize, verify_failure
 
-    for name in (_names(passes) or []) + (_names(skip) or []):
-        if name not in REGISTRY:
-            raise click.BadParameter(f"unknown pass {name!r} (passes: {', '.join(DEFAULT_PASSES + OPT_IN_PASSES)})",
-                                     param_hint="--passes/--skip")
+    try:
+        selected = select_passes(_names(passes), _names(skip) or (), fuse_gemm)
+    except UnknownPassError as e:
+        raise click.BadParameter(f"unknown pass {e.name!r} (passes: {', '.join(e.known)})",
+                                 param_hint="--passes/--skip") from None
     values = _parse_bind(bind)
     if values and not do_verify:
         raise click.UsageError("--bind gives the sizes --verify runs the models at; it needs --verify")
@@ -270,8 +270,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
         from shapeinfer.optimizer.verify import bindings_for, verify
 
         progress("verifying with onnxruntime")
-        ran = set(_names(passes) or DEFAULT_PASSES) - set(_names(skip) or ())
-        inexact = fold_float_math or fuse_gemm or "fuse-gemm" in ran  # the opt-ins that are not bit-exact
+        inexact = fold_float_math or fuse_gemm or "fuse-gemm" in selected  # the opt-ins that are not bit-exact
         verdict = verify(model, optimized, bindings=bindings_for(model, values=values), exact=not inexact,
                          signed_zeros=not ignore_signed_zero, base_dir=model_dir)
     progress.done()

@@ -8,6 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import shapeinfer
+from shapeinfer.optimizer.manager import OptimizeReport
 from shapeinfer.optimizer.verify import _same, verify
 
 ort = pytest.importorskip("onnxruntime")
@@ -199,3 +200,111 @@ def test_a_cast_to_float16_that_rounds_is_not_folded(size):
     assert _bits_equal(want, got), (want, got)
     casts = [n for n in out.graph.node if n.op_type == "Cast" and n.attribute[0].i == TensorProto.FLOAT16]
     assert bool(casts) == (size != 2048)  # folded exactly where float16 holds the size
+
+
+# ---------------------------------------------------------------- a graph output's name moves
+
+
+def _outputs_bit_equal(model, out, feeds_list):
+    assert [o.name for o in out.graph.output] == [o.name for o in model.graph.output]
+    for feeds in feeds_list:
+        for want, got in zip(_run(model, feeds), _run(out, feeds)):
+            assert _bits_equal(want, got), feeds
+
+
+SIGNED = np.array([-0.0, 0.0, np.nan, -1.5, np.inf, 3.0], np.float32)
+
+
+def _x(n, d=3):
+    return {"x": np.resize(SIGNED, (n, d)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("y_type, node", [
+    ("float[N,3]", "y = Identity(r)"),
+    ("float[N,3]", "y = Reshape(r, s)"),  # s = [0, 3]: the shape r has
+    ("float[N,3]", "y = Cast<to = 1>(r)"),  # to the type r has
+    ("float[N,3]", "y = Mul(r, one)"),
+    ("float[N,3]", "y = Transpose<perm = [0, 1]>(r)"),
+    ("float[N,1,3]", "w = Unsqueeze(r, ax)  y = ReduceMax<keepdims = 1>(w, ax)"),  # over a size-1 axis
+], ids=["identity", "noop_reshape", "noop_cast", "times_one", "identity_transpose", "reduce_size_one"])
+def test_a_removed_node_that_made_a_graph_output_gives_its_name_to_its_input(y_type, node):
+    """The node goes; the tensor it read takes the graph output's name (its other reader, z,
+    reads it under that name), and both models return the same bytes."""
+    model = onnx.parser.parse_model(H + f"""
+    g (float[N,3] x) => ({y_type} y, float[N,3] z) <int64[2] s = {{0, 3}}, float one = {{1.0}}, int64[1] ax = {{1}}> {{
+      r = Relu(x)
+      {node}
+      z = Neg(r)
+    }}
+    """)
+    op = node.split("y = ")[1].split("(")[0].split("<")[0]
+    out = shapeinfer.optimize(model)
+    onnx.checker.check_model(out, full_check=True)
+    assert op not in [n.op_type for n in out.graph.node]
+    assert {"y", "z"} <= {o for n in out.graph.node for o in n.output}
+    _outputs_bit_equal(model, out, [_x(0), _x(1), _x(4)])
+
+
+def test_a_renamed_tensor_is_read_under_its_new_name_inside_a_subgraph():
+    model = onnx.parser.parse_model(H + """
+    g (float[N,3] x, bool c) => (float[N,3] y, float[N,3] z) <int64[2] s = {0, 3}> {
+      r = Relu(x)
+      z = If(c) <then_branch = t () => (float[N,3] a) { a = Neg(r) }, else_branch = e () => (float[N,3] b) { b = Abs(r) }>
+      y = Reshape(r, s)
+    }
+    """)
+    out = shapeinfer.optimize(model)
+    onnx.checker.check_model(out, full_check=True)
+    assert "Reshape" not in [n.op_type for n in out.graph.node]
+    feeds = [{**_x(n), "c": np.array(flag)} for n in (0, 2) for flag in (True, False)]
+    _outputs_bit_equal(model, out, feeds)
+
+
+@pytest.mark.parametrize("graph, kept", [
+    # the input is a graph input: its name is the caller's
+    ("g (float[N,3] x) => (float[N,3] y) <int64[2] s = {0, 3}> { y = Reshape(x, s) }", "Reshape"),
+    ("g (float[N,3] x) => (float[N,3] y) { y = Identity(x) }", "Identity"),
+    # the input is another graph output
+    ("g (float[N,3] x) => (float[N,3] r, float[N,3] y) <int64[2] s = {0, 3}> { r = Relu(x)  y = Reshape(r, s) }",
+     "Reshape"),
+    # two outputs of one tensor: the first takes its name, the second stays
+    ("g (float[N,3] x) => (float[N,3] y1, float[N,3] y2) { r = Relu(x)  y1 = Identity(r)  y2 = Identity(r) }",
+     "Identity"),
+], ids=["graph_input", "graph_input_identity", "another_graph_output", "two_outputs_of_one_tensor"])
+def test_a_graph_output_keeps_its_node_when_the_input_has_a_name_to_keep(graph, kept):
+    model = onnx.parser.parse_model(H + graph)
+    report = OptimizeReport()
+    out = shapeinfer.optimize(model, report=report)
+    onnx.checker.check_model(out, full_check=True)
+    assert [n.op_type for n in out.graph.node].count(kept) == 1
+    if kept == "Reshape":
+        assert any("graph output" in why for _, _, why in report.kept), report.kept
+    _outputs_bit_equal(model, out, [_x(0), _x(1), _x(4)])
+
+
+def test_an_initializer_keeps_its_name():
+    """Identity of an initializer is left to fold-constants (run alone, remove-identity keeps it:
+    the initializer's name is not one to move)."""
+    model = onnx.parser.parse_model(H + """
+    g (float[N,3] x) => (float[2] y, float[N,3] z) <float[2] c = {1.0, -0.0}> { y = Identity(c)  z = Neg(x) }
+    """)
+    out = shapeinfer.optimize(model, passes=["remove-identity"])
+    assert [n.op_type for n in out.graph.node] == ["Identity", "Neg"]
+    _outputs_bit_equal(model, out, [_x(2)])
+
+
+def test_renames_wait_for_the_rewrites_that_need_none():
+    """u undoes the Squeeze, so u's readers can read x; y = Reshape(u) is a no-op making a graph
+    output. Renaming u to y first would leave u's Reshape and the Shape for the graph output
+    (x, a graph input, cannot take y's name); bypassing u first leaves one Reshape of x."""
+    model = onnx.parser.parse_model(H + """
+    g (float[N,1,3] x) => (float[N,3] q, float[N,1,3] y) <int64[1] ax = {1}, int64[3] s = {0, 1, 3}> {
+      q = Squeeze(x, ax)
+      h = Shape(x)
+      u = Reshape(q, h)
+      y = Reshape(u, s)
+    }
+    """)
+    out = shapeinfer.optimize(model, passes=["remove-noop"])
+    assert [(n.op_type, list(n.input)) for n in out.graph.node] == [("Squeeze", ["x", "ax"]), ("Reshape", ["x", "s"])]
+    _outputs_bit_equal(model, out, [{"x": np.resize(SIGNED, (n, 1, 3)).astype(np.float32)} for n in (0, 1, 4)])

@@ -239,3 +239,16 @@ def test_split(opset, in_dims, consts, attrs, n, expected):
     # numbers: np.array_split agrees with the v18 uneven rule
     if opset == 18:
         assert [len(p) for p in np.array_split(np.empty(10), [4, 8])] == [4, 4, 2]
+
+
+def test_registering_a_rule_twice_for_one_op_and_version_is_an_error(monkeypatch):
+    from shapeinfer.infer import registry
+
+    monkeypatch.setattr(registry, "_RULES", {k: list(v) for k, v in registry._RULES.items()})
+    reshape_14 = registry.lookup("", "Reshape", 14)
+    with pytest.raises(ValueError, match="two rules for Reshape .* since opset 14"):
+        registry.rule("Reshape", since=14)(lambda ctx: None)
+    with pytest.raises(ValueError, match="two rules for Tile"):
+        registry.rule("Tile", "Tile", since=99)(lambda ctx: None)  # one op listed twice
+    assert registry.lookup("", "Reshape", 14) is reshape_14
+    registry.rule("Reshape", since=99)(lambda ctx: None)  # a new version is fine

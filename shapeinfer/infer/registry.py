@@ -21,11 +21,17 @@ def normalize_domain(domain: str) -> str:
 
 
 def rule(*ops: str, since: int = 1, domain: str = "") -> Callable:
-    """Register the decorated function as the rule for ``ops`` from opset ``since`` on."""
+    """Register the decorated function as the rule for ``ops`` from opset ``since`` on. The same
+    op, domain and version registered twice is an error (one rule would silently replace the
+    other, depending on the import order)."""
 
     def register(fn: Callable) -> Callable:
         for op in ops:
             versions = _RULES.setdefault((normalize_domain(domain), op), [])
+            taken = next((f for v, f in versions if v == since), None)
+            if taken is not None:
+                raise ValueError(f"two rules for {op} (domain {normalize_domain(domain) or 'ai.onnx'}) since opset "
+                                 f"{since}: {taken.__module__}.{taken.__qualname__} and {fn.__module__}.{fn.__qualname__}")
             versions.append((since, fn))
             versions.sort(key=lambda sv: sv[0])
         return fn

@@ -2,6 +2,8 @@
 an optimised model computes what the original did (verify). Folding kernels live in
 shapeinfer.fold, shared with inference."""
 
-from .manager import DEFAULT_PASSES, OPT_IN_PASSES, OptimizeReport, model_stats, optimize
+from .manager import (ALL_PASSES, DEFAULT_PASSES, OPT_IN_PASSES, OptimizeReport, PassManager, UnknownPassError, model_stats,
+                      optimize, select_passes)
 
-__all__ = ["DEFAULT_PASSES", "OPT_IN_PASSES", "OptimizeReport", "model_stats", "optimize"]
+__all__ = ["ALL_PASSES", "DEFAULT_PASSES", "OPT_IN_PASSES", "OptimizeReport", "PassManager", "UnknownPassError",
+           "model_stats", "optimize", "select_passes"]

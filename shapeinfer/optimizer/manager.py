@@ -1,9 +1,11 @@
 """``shapeinfer.optimize``: run the passes to a fixed point and return the optimised model.
 
-Inference is strict, or uses the opt-in ``assume_nonempty`` (reported).
-The model's opset imports, IR version, metadata, doc strings, model-local functions and
-external data references are kept. Inference runs once; the passes then repeat on the
-onnx-graphsurgeon graph until none changes anything, and dead nodes are dropped at the end.
+``optimize`` checks the pass names (``select_passes``, which the CLI uses too) and hands the
+passes and options to a ``PassManager``, whose ``run(model)`` does the work. Inference is
+strict, or uses the opt-in ``assume_nonempty`` (reported). The model's opset imports, IR
+version, metadata, doc strings, model-local functions and external data references are kept.
+Inference runs once; the passes then repeat on the onnx-graphsurgeon graph until none changes
+anything, and dead nodes are dropped at the end.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ from ..infer.engine import paused_gc
 from ..infer.protos import clear_negative_dims
 from ..fold.folder import DEFAULT_BUDGET_BYTES
 from .passes import REGISTRY
-from .passes.base import PassContext, replace_uses
+from .passes.base import PassContext
+from .passes.graph_ops import remove_dead_nodes, replace_uses
 
 DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", "constant-shapes",
                   "collapse-reshapes", "tile-to-expand", "tile-uniform", "reduce-broadcast", "reduce-size-one",
                   "expand-into-broadcast", "cancel-reshapes", "neutral-elements", "merge-transposes")
 # Passes that are not bit-exact: run only when asked for (by name, or fuse_gemm=True).
 OPT_IN_PASSES = ("fuse-gemm",)
+ALL_PASSES = DEFAULT_PASSES + OPT_IN_PASSES
 COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
 
 
@@ -86,6 +90,28 @@ def _copy_model_meta(src: ModelProto, graph_model: ModelProto) -> ModelProto:
     return out
 
 
+class UnknownPassError(ValueError):
+    """A pass name no pass is registered under (``name``; ``known``: every pass there is)."""
+
+    def __init__(self, name: str):
+        self.name, self.known = name, ALL_PASSES
+        super().__init__(f"unknown pass {name!r}; passes: {', '.join(ALL_PASSES)}")
+
+
+def select_passes(passes=None, skip=(), fuse_gemm: bool = False) -> list:
+    """The names of the passes to run, in order: ``passes`` (default: DEFAULT_PASSES) with
+    ``fuse-gemm`` added when ``fuse_gemm`` asks for it, less ``skip``. Raises UnknownPassError
+    for a name in ``passes`` or ``skip`` that is no pass -- the one check of pass names, which
+    the API and the CLI share."""
+    names = list(passes) if passes else list(DEFAULT_PASSES)
+    if fuse_gemm and "fuse-gemm" not in names:
+        names.append("fuse-gemm")
+    for name in list(names) + list(skip):
+        if name not in REGISTRY:
+            raise UnknownPassError(name)
+    return [n for n in names if n not in set(skip)]
+
+
 def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_BYTES,
              assume_nonempty: bool = False, ignore_signed_zero: bool = False, fold_float_math: bool = False,
              fuse_gemm: bool = False, max_rounds: int = 8,
@@ -99,94 +125,125 @@ def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_B
     ``fold_float_math`` folds float math whose last bits may differ between NumPy and a runtime
     (transcendental functions, reductions, MatMul), ``fuse_gemm`` runs the ``fuse-gemm`` pass
     (MatMul + Add as Gemm adds the bias in another order)."""
-    import onnx_graphsurgeon as gs
-    from onnx_graphsurgeon.logger import G_LOGGER
-
-    G_LOGGER.severity = G_LOGGER.ERROR  # its warnings (and its hint to install colors) are not ours
-    t0 = time.perf_counter()
-    src = model if isinstance(model, ModelProto) else load_model(model)
-    validate_structure(src)
-    report = report if report is not None else OptimizeReport()
-    report.before = model_stats(src)
-    names = list(passes) if passes else list(DEFAULT_PASSES)
-    if fuse_gemm and "fuse-gemm" not in names:
-        names.append("fuse-gemm")
-    unknown = [n for n in list(names) + list(skip) if n not in REGISTRY]
-    if unknown:
-        raise ValueError(f"unknown pass {unknown[0]!r}; passes: {', '.join(DEFAULT_PASSES + OPT_IN_PASSES)}")
-    selected = [REGISTRY[n]() for n in names if n not in set(skip)]
-    if any(p.name == "fuse-gemm" for p in selected):
-        report.assumptions.append("MatMul + Add fused into Gemm may differ in the last bits (the bias is added "
-                                  "in another order; --fuse-gemm)")
-    if progress:
-        progress(f"importing {len(src.graph.node)} nodes")
-    with paused_gc():  # many small acyclic objects (see paused_gc)
-        return _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0,
-                         ignore_signed_zero, fold_float_math)
+    selected = [REGISTRY[name]() for name in select_passes(passes, skip, fuse_gemm)]
+    manager = PassManager(selected, fold_budget=fold_budget, assume_nonempty=assume_nonempty,
+                          ignore_signed_zero=ignore_signed_zero, fold_float_math=fold_float_math,
+                          max_rounds=max_rounds, progress=progress)
+    return manager.run(model, report)
 
 
-def _optimize(src, gs, selected, report, fold_budget, assume_nonempty, max_rounds, progress, t0,
-              ignore_signed_zero=False, fold_float_math=False):
-    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
-    graph = gs.import_onnx(src)
-    empty_lists = _empty_list_attributes(gs, src.graph, graph)
-    overridable = _keep_overridable_inputs(gs, graph, src)
-    graph_outputs = {t.name for t in graph.outputs}
-    # One inference serves every round: no pass changes the shape or value of a tensor that
-    # stays in the graph (folding keeps values, bypasses read an equal tensor), and the
-    # constants they add carry their own shapes.
-    if progress:
-        progress("inferring shapes")
-    facts = infer(src, assume_nonempty=assume_nonempty)
-    report.assumptions.extend(d.message for d in facts.diagnostics if d.kind == "future-opset")
-    ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
-                      fold_budget=fold_budget, graph_outputs=graph_outputs,
-                      ignore_signed_zero=ignore_signed_zero, fold_float_math=fold_float_math,
-                      local_functions=frozenset((f.domain, f.name) for f in src.functions))
-    declined, not_folded = [], []
-    for round_no in range(1, max_rounds + 1):
-        report.rounds = round_no
-        changed = 0
+class PassManager:
+    """Runs passes over a model until a round changes nothing, and exports the result.
+
+    The options are the ones ``optimize`` documents; ``passes`` are Pass instances, run in the
+    order given. The graph is imported into onnx-graphsurgeon once and inferred once (the
+    facts stay true: see passes/base.py); the passes then run round after round on that graph,
+    at most ``max_rounds`` rounds, and the nodes no graph output depends on are dropped before
+    the export."""
+
+    def __init__(self, passes, *, fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False,
+                 ignore_signed_zero: bool = False, fold_float_math: bool = False, max_rounds: int = 8,
+                 progress: Optional[Callable[[str], None]] = None):
+        self.passes = list(passes)
+        self.fold_budget = fold_budget
+        self.assume_nonempty = assume_nonempty
+        self.ignore_signed_zero = ignore_signed_zero
+        self.fold_float_math = fold_float_math
+        self.max_rounds = max_rounds
+        self.progress = progress
+
+    def _say(self, message: str) -> None:
+        if self.progress:
+            self.progress(message)
+
+    def run(self, model, report: Optional[OptimizeReport] = None) -> ModelProto:
+        """The optimised model (a new ModelProto: ``model``, a ModelProto or a path, is not
+        changed); ``report`` receives what was done."""
+        import onnx_graphsurgeon as gs
+        from onnx_graphsurgeon.logger import G_LOGGER
+
+        G_LOGGER.severity = G_LOGGER.ERROR  # its warnings (and its hint to install colors) are not ours
+        t0 = time.perf_counter()
+        src = model if isinstance(model, ModelProto) else load_model(model)
+        validate_structure(src)
+        report = report if report is not None else OptimizeReport()
+        report.before = model_stats(src)
+        report.assumptions.extend(p.assumption for p in self.passes if p.assumption)
+        self._say(f"importing {len(src.graph.node)} nodes")
+        with paused_gc():  # many small acyclic objects (see paused_gc)
+            current = self._optimize(gs, src, report)
+        report.seconds = time.perf_counter() - t0
+        return current
+
+    def _optimize(self, gs, src: ModelProto, report: OptimizeReport) -> ModelProto:
+        opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
+        graph = gs.import_onnx(src)
+        empty_lists = _empty_list_attributes(gs, src.graph, graph)
+        overridable = _keep_overridable_inputs(gs, graph, src)
+        # One inference serves every round: no pass changes the shape or value of a tensor that
+        # stays in the graph (folding keeps values, bypasses read an equal tensor), and the
+        # constants they add carry their own shapes.
+        self._say("inferring shapes")
+        facts = infer(src, assume_nonempty=self.assume_nonempty)
+        report.assumptions.extend(d.message for d in facts.diagnostics if d.kind == "future-opset")
+        ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
+                          fold_budget=self.fold_budget, graph_outputs={t.name for t in graph.outputs},
+                          ignore_signed_zero=self.ignore_signed_zero, fold_float_math=self.fold_float_math,
+                          local_functions=frozenset((f.domain, f.name) for f in src.functions))
+        declined, not_folded = self._rounds(ctx, report)
+        remove_dead_nodes(graph)
+        self._say("exporting")
+        current = _copy_model_meta(src, _export(gs, graph, empty_lists))
+        if overridable:  # their defaults, as the model had them
+            current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
+        _outputs_made_by_nodes(current.graph, src, opsets.get("", 0))
+        if src.ir_version < 4 and any(t.name not in {i.name for i in current.graph.input} for t in current.graph.initializer):
+            # Before IR 4 every initializer is also an input the caller may override: constants
+            # folding made need IR 4 (the first to have constant initializers; the model's own
+            # initializers stay inputs, as they were). A Constant node could not hold them: before
+            # opset 9 it takes float types only.
+            current.ir_version = 4
+            report.changes.setdefault("export", []).append(
+                f"IR version {src.ir_version} -> 4: folded constants are initializers, which IR 3 would list as inputs")
+        if self.assume_nonempty:
+            report.assumptions.append("no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)")
+        if self.ignore_signed_zero:
+            report.assumptions.append("x + 0.0 may turn -0.0 into +0.0 (--ignore-signed-zero)")
+        if self.fold_float_math:
+            report.assumptions.append("folded float math may differ from a runtime's in the last bits (--fold-float-math)")
+        report.declined = declined
+        live = {n.name or "<unnamed>" for n in current.graph.node}
+        report.not_folded = [d for d in not_folded if d[0] in live]
+        report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")])
+        report.after = model_stats(current)
+        return current
+
+    def _rounds(self, ctx: PassContext, report: OptimizeReport) -> tuple:
+        """Run the passes until a round changes nothing; the declines of the last round, and
+        the nodes fold-constants left (with why).
+
+        A round that changes nothing but found a bypass that needs a graph output's name to move
+        (``ctx.renames_waiting``) allows such renames from then on, and the rounds go on: the
+        renames come after every rewrite that needs none (see PassContext.rename_outputs)."""
         declined, not_folded = [], []
-        for k, p in enumerate(selected, 1):
-            if progress:
-                progress(f"round {round_no}, pass {k}/{len(selected)}: {p.name}")
-            res = p.run(ctx)
-            changed += res.changed
-            report.changes.setdefault(p.name, []).extend(res.changes)
-            declined.extend(res.declined)
-            if p.name == "fold-constants":
-                not_folded = list(res.declined)
-        if not changed:
-            break
-    remove_dead_nodes(graph)
-    if progress:
-        progress("exporting")
-    current = _copy_model_meta(src, _export(gs, graph, empty_lists))
-    if overridable:  # their defaults, as the model had them
-        current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
-    _outputs_made_by_nodes(current.graph, src, opsets.get("", 0))
-    if src.ir_version < 4 and any(t.name not in {i.name for i in current.graph.input} for t in current.graph.initializer):
-        # Before IR 4 every initializer is also an input the caller may override: constants
-        # folding made need IR 4 (the first to have constant initializers; the model's own
-        # initializers stay inputs, as they were). A Constant node could not hold them: before
-        # opset 9 it takes float types only.
-        current.ir_version = 4
-        report.changes.setdefault("export", []).append(
-            f"IR version {src.ir_version} -> 4: folded constants are initializers, which IR 3 would list as inputs")
-    if assume_nonempty:
-        report.assumptions.append("no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)")
-    if ignore_signed_zero:
-        report.assumptions.append("x + 0.0 may turn -0.0 into +0.0 (--ignore-signed-zero)")
-    if fold_float_math:
-        report.assumptions.append("folded float math may differ from a runtime's in the last bits (--fold-float-math)")
-    report.declined = declined
-    live = {n.name or "<unnamed>" for n in current.graph.node}
-    report.not_folded = [d for d in not_folded if d[0] in live]
-    report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")])
-    report.after = model_stats(current)
-    report.seconds = time.perf_counter() - t0
-    return current
+        for round_no in range(1, self.max_rounds + 1):
+            report.rounds = round_no
+            changed = 0
+            declined, not_folded = [], []
+            ctx.renames_waiting = False
+            for k, p in enumerate(self.passes, 1):
+                self._say(f"round {round_no}, pass {k}/{len(self.passes)}: {p.name}")
+                res = p.run(ctx)
+                changed += res.changed
+                report.changes.setdefault(p.name, []).extend(res.changes)
+                declined.extend(res.declined)
+                if p.name == "fold-constants":
+                    not_folded = list(res.declined)
+            if not changed:
+                if ctx.rename_outputs or not ctx.renames_waiting:
+                    break
+                ctx.rename_outputs = True
+        return declined, not_folded
 
 
 _LIST_TYPES = frozenset({AttributeProto.INTS, AttributeProto.FLOATS, AttributeProto.STRINGS, AttributeProto.TENSORS,
@@ -305,30 +362,6 @@ def _outputs_made_by_nodes(graph, src, opset: int) -> None:
     graph.initializer.extend(keep)
     del graph.node[:]
     graph.node.extend(nodes)
-
-
-def remove_dead_nodes(graph) -> None:
-    """Keep the nodes the graph outputs depend on (through subgraph reads too), in order.
-
-    (onnx-graphsurgeon's cleanup does this too, several times slower on large graphs.)"""
-    from ..fold.folder import outer_variables
-
-    live: set = set()
-    stack = list(graph.outputs)
-    seen_tensors: set = set()
-    while stack:
-        t = stack.pop()
-        if id(t) in seen_tensors:
-            continue
-        seen_tensors.add(id(t))
-        for producer in t.inputs:
-            if id(producer) in live:
-                continue
-            live.add(id(producer))
-            stack.extend(x for x in producer.inputs if not x.is_empty())
-            if any(hasattr(v, "nodes") for v in producer.attrs.values()):
-                stack.extend(outer_variables(producer))
-    graph.nodes = [n for n in graph.nodes if id(n) in live and n.outputs]
 
 
 def _kept_reasons(model: ModelProto, declined: list) -> list:

@@ -1,18 +1,31 @@
-"""The pass contract and the pass manager.
+"""The pass contract.
 
 A pass is a class with a ``name`` and ``run(ctx) -> PassResult``. It edits ``ctx.graph`` (an
-onnx-graphsurgeon graph) in place, using ``ctx.facts`` (shapeinfer's inference of the graph as
-it was when the round started) to decide what is provably safe. Its result says whether it
-changed anything, what, and -- for the nodes it looked at and left alone -- why.
+onnx-graphsurgeon graph) in place, using ``ctx.facts`` (shapeinfer's inference of the model as
+it was given) to decide what is provably safe. Its result says whether it changed anything,
+what, and -- for the nodes it looked at and left alone -- why.
 
-The manager runs the passes in order, then exports the graph, re-infers and runs them again,
-until a round changes nothing (or a round limit is hit).
+Most passes rewrite one node at a time and are a ``RewritePass``: ``ops`` says which ONNX ops
+they look at (the match), ``check(ctx, node)`` returns a ``Match`` carrying what the rewrite
+needs or a ``Decline`` carrying why the node stays, and ``rewrite(ctx, node, match)`` makes the
+change and says what it did. The reason travels with the answer (as in onnxscript's
+``MatchResult.fail``), so ``optimize --explain`` can say why a Reshape was kept, and nothing is
+stashed on the pass between check and rewrite.
+
+The pass manager (``optimizer.manager.PassManager``) imports the model into onnx-graphsurgeon
+and infers it once, then runs the passes in order on that one graph, round after round, until a
+round changes nothing (or the round limit is hit) -- bypasses that rename a graph output's
+source wait for that point, then the rounds go on with them allowed; dead nodes are dropped and
+the graph is exported at the end. Inference is not repeated: no pass changes the shape or value
+of a tensor that stays in the graph, so the facts stay true (a renamed tensor takes the name of
+one equal to it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from types import SimpleNamespace
+from typing import Iterator, Optional
 
 
 @dataclass
@@ -29,10 +42,31 @@ class PassResult:
         self.declined.append((node.name or "<unnamed>", node.op, reason))
 
 
+class Match(SimpleNamespace):
+    """check() found the rewrite safe; its attributes are what rewrite() needs."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class Decline:
+    """check() found the node must stay, and why (reported as a decline: ``--explain``). With no
+    reason the node simply is not one the pass rewrites, and nothing is reported."""
+
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NO_MATCH = Decline()
+
+
 @dataclass
 class PassContext:
     graph: object  # onnx_graphsurgeon.Graph
-    facts: object  # shapeinfer.InferenceResult of the model given (valid throughout: see optimizer)
+    facts: object  # shapeinfer.InferenceResult of the model given (valid throughout: see above)
     opsets: dict
     ir_version: int
     fold_budget: int
@@ -40,6 +74,12 @@ class PassContext:
     ignore_signed_zero: bool = False  # opt-in: x + 0.0 may turn -0.0 into +0.0
     fold_float_math: bool = False  # opt-in: fold float math whose last bits may differ by runtime
     local_functions: frozenset = frozenset()  # (domain, name) of the model's own functions
+    # A bypass of a node that makes a graph output renames the tensor it reads (graph_ops.bypass).
+    # Renames wait until the other rewrites reach their fixed point: a renamed tensor is a graph
+    # output, whose own producer can then only be bypassed by another rename, so an early rename
+    # could block a rewrite made without one.
+    rename_outputs: bool = False  # renames are allowed (set by the manager)
+    renames_waiting: bool = False  # a check found a bypass that needs a rename (while not allowed)
 
     _names: Optional[set] = None
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
@@ -47,7 +87,7 @@ class PassContext:
     _unknown: dict = field(default_factory=dict)
 
     def unique_name(self, base: str) -> str:
-        """A tensor name not used in the graph yet (the set of names is built once per round)."""
+        """A tensor name not used in the graph yet (the set of names is built once per run)."""
         if self._names is None:
             self._names = set(self.graph.tensors())
         name, k = base, 0
@@ -76,6 +116,17 @@ class PassContext:
             return ""
         return node.op
 
+    def nodes(self, *ops: str) -> Iterator:
+        """The main graph's nodes that are one of the ONNX ``ops`` (by ``op()``), in order.
+
+        The list of nodes is taken when the walk starts: a rewrite may add nodes (not visited)
+        or take some out (still visited, without outputs). Each node's op is read when the walk
+        reaches it, after the rewrites of the nodes before it."""
+        wanted = frozenset(ops)
+        for node in list(self.graph.nodes):
+            if self.op(node) in wanted:
+                yield node
+
     def touched(self, node) -> None:
         """A pass changed node's op or attributes: forget what was cached about it."""
         for cache in self.memo.values():
@@ -91,12 +142,45 @@ class PassContext:
 
 
 class Pass:
-    """Base class: subclasses set ``name`` and implement ``run``."""
+    """Base class: subclasses set ``name`` and implement ``run``. A pass that is not bit-exact
+    sets ``assumption``: the manager reports it whenever the pass is selected."""
 
     name = "pass"
     description = ""
+    assumption = ""
 
     def run(self, ctx: PassContext) -> PassResult:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class RewritePass(Pass):
+    """A pass that rewrites nodes one at a time: each node of ``ops`` is checked, then rewritten
+    where the check allows it (see the module docstring)."""
+
+    ops: tuple = ()
+
+    def run(self, ctx: PassContext) -> PassResult:
+        result = PassResult()
+        self.rewrite_each(ctx, self.ops, self.check, self.rewrite, result)
+        return result
+
+    @staticmethod
+    def rewrite_each(ctx: PassContext, ops: tuple, check, rewrite, result: PassResult) -> None:
+        """One walk over the nodes of ``ops``: rewrite(ctx, node, match) -> what it did, for each
+        node check(ctx, node) matches; a decline's reason, if any, goes to ``result``."""
+        for node in ctx.nodes(*ops):
+            found = check(ctx, node)
+            if found:
+                result.change(node, rewrite(ctx, node, found))
+            elif found.reason:
+                result.decline(node, found.reason)
+
+    def check(self, ctx: PassContext, node):  # pragma: no cover - interface
+        """A Match (what rewrite needs) when node may be rewritten, else a Decline."""
+        raise NotImplementedError
+
+    def rewrite(self, ctx: PassContext, node, match: Match) -> str:  # pragma: no cover - interface
+        """Rewrite node as check found it may be, and say what was done."""
         raise NotImplementedError
 
 
@@ -104,22 +188,11 @@ REGISTRY: dict = {}
 
 
 def register(cls):
+    """Class decorator: make the pass known by its name. A name taken twice is an error (one
+    pass would silently replace the other)."""
+    if cls.name in REGISTRY:
+        other = REGISTRY[cls.name]
+        raise ValueError(f"pass {cls.name!r} is registered twice: {other.__module__}.{other.__qualname__} "
+                         f"and {cls.__module__}.{cls.__qualname__}")
     REGISTRY[cls.name] = cls
     return cls
-
-
-def remove_node(node) -> None:
-    """Take node out of the graph: no outputs, and no longer a consumer of its inputs (a removed
-    node that still read its inputs would show up among their consumers, without outputs). The
-    node itself is dropped from graph.nodes at the end of the run."""
-    node.outputs.clear()
-    node.inputs.clear()
-
-
-def replace_uses(graph, old, new) -> None:
-    """Make every consumer of tensor ``old`` read ``new`` instead (subgraphs included)."""
-    for node in list(old.outputs):
-        for i, t in enumerate(node.inputs):
-            if t is old:
-                node.inputs[i] = new
-

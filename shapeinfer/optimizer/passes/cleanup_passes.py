@@ -5,8 +5,10 @@
   non-deterministic op, a node with a subgraph, or a call of a model-local function or of
   another domain's op (either may draw random numbers inside).
 - ``remove-identity``: Identity, and Cast to the type its input already has, are bypassed.
+  When its output is a graph output, the input takes the output's name instead -- unless the
+  input is a graph input, an initializer or another graph output (then it is kept).
 
-A node whose output is a graph output is kept (the output's name must stay).
+Dedupe keeps a node whose output is a graph output (the output's name must stay).
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from __future__ import annotations
 import numpy as np
 import onnx_graphsurgeon as gs
 
-from ...fold.folder import NONDETERMINISTIC, constant_array
-from .base import Pass, PassResult, register, remove_node, replace_uses
+from onnx import helper
+
+from ...fold.folder import NONDETERMINISTIC
+from .base import NO_MATCH, Match, Pass, PassResult, RewritePass, register
+from .graph_ops import bypass, can_bypass, constant_array, remove_node, replace_uses
 
 SMALL = 64  # elements: constants up to this size are compared by value
 
@@ -94,36 +99,31 @@ class DedupePass(Pass):
 
 
 @register
-class RemoveIdentityPass(Pass):
+class RemoveIdentityPass(RewritePass):
     name = "remove-identity"
     description = "bypass Identity and Cast to the input's own type"
+    ops = ("Identity", "Cast")
 
-    def run(self, ctx) -> PassResult:
-        result = PassResult()
-        for node in list(ctx.graph.nodes):
-            if not node.outputs or not node.inputs or node.inputs[0].is_empty():
-                continue
-            if ctx.op(node) == "Identity":
-                why = "Identity"
-            elif ctx.op(node) == "Cast":
-                fact = ctx.facts.fact(node.inputs[0].name)
-                dtype = fact.dtype if fact is not None else None
-                if isinstance(node.inputs[0], gs.Constant):
-                    try:
-                        from onnx import helper
+    def check(self, ctx, node):
+        if not node.outputs or not node.inputs or node.inputs[0].is_empty():
+            return NO_MATCH
+        if ctx.op(node) == "Identity":
+            why = "Identity"
+        else:
+            fact = ctx.facts.fact(node.inputs[0].name)
+            dtype = fact.dtype if fact is not None else None
+            if isinstance(node.inputs[0], gs.Constant):
+                try:
+                    dtype = helper.np_dtype_to_tensor_dtype(constant_array(node.inputs[0]).dtype)
+                except Exception:
+                    dtype = None
+            if not dtype or node.attrs.get("to") != dtype or node.attrs.get("saturate", 1) != 1:
+                return NO_MATCH
+            why = "Cast to the type its input has"
+        if not can_bypass(ctx, node, node.inputs[0]):
+            return NO_MATCH
+        return Match(why=why)
 
-                        dtype = helper.np_dtype_to_tensor_dtype(constant_array(node.inputs[0]).dtype)
-                    except Exception:
-                        dtype = None
-                if not dtype or node.attrs.get("to") != dtype or node.attrs.get("saturate", 1) != 1:
-                    continue
-                why = "Cast to the type its input has"
-            else:
-                continue
-            out = node.outputs[0]
-            if out.name in ctx.graph_outputs:
-                continue
-            replace_uses(ctx.graph, out, node.inputs[0])
-            remove_node(node)
-            result.change(node, f"removed: {why}")
-        return result
+    def rewrite(self, ctx, node, match) -> str:
+        bypass(ctx, node, node.inputs[0])
+        return f"removed: {match.why}"

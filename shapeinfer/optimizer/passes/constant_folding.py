@@ -22,9 +22,10 @@ import onnx_graphsurgeon as gs
 from onnx import helper, numpy_helper
 
 from ...fold.casts import cast_array
-from ...fold.folder import constant_array, constant_values, fold_node, outer_variables, within_budget
+from ...fold.folder import fold_node, outer_variables, within_budget
 from ...fold.kernels import FoldError, NotFoldable
-from .base import Pass, PassResult, register, remove_node
+from .base import Pass, PassResult, register
+from .graph_ops import constant_array, constant_values, remove_node
 
 
 def _cast_of_float_is_exact(ctx, node) -> bool:

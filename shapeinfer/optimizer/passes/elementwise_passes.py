@@ -5,12 +5,20 @@
   shape: the op then makes the same copies itself, element for element.
 - ``cancel-reshapes``: Reshape -> unary elementwise op -> Reshape back to the first Reshape's
   input shape becomes the op on the original tensor (elementwise ops commute with reshapes).
+- ``neutral-elements``: x*1, 1*x, x/1, x-(+0.0), x+(-0.0) -- and x+(+0.0) under
+  ``ignore_signed_zero`` -- are bypassed when x already has the output's shape and type. With a
+  graph output, x takes the output's name -- unless x is a graph input or another graph output
+  (then the op is kept).
 """
 
 from __future__ import annotations
 
+import numpy as np
+import onnx_graphsurgeon as gs
+
 from ...symbolic import BroadcastError, bcast
-from .base import Pass, PassResult, register, remove_node, replace_uses
+from .base import NO_MATCH, Decline, Match, RewritePass, register
+from .graph_ops import bypass, can_bypass, constant_array, remove_node, replace_uses
 
 BROADCASTING = frozenset({
     "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Less", "LessOrEqual",
@@ -38,90 +46,80 @@ def _broadcast(shapes):
 
 
 @register
-class ExpandIntoBroadcastPass(Pass):
+class ExpandIntoBroadcastPass(RewritePass):
     name = "expand-into-broadcast"
     description = "drop an Expand whose consumers broadcast to the same shape on their own"
+    ops = ("Expand",)
 
-    def run(self, ctx) -> PassResult:
-        result = PassResult()
-        for node in list(ctx.graph.nodes):
-            if ctx.op(node) != "Expand" or not node.outputs or not node.inputs:
-                continue
-            out = node.outputs[0]
-            if out.name in ctx.graph_outputs or not out.outputs:
-                continue
-            src = node.inputs[0]
-            ok, why = True, ""
-            for user in out.outputs:
-                if ctx.op(user) not in BROADCASTING or not user.outputs:
-                    ok, why = False, f"it feeds {user.op}, which does not broadcast"
-                    break
-                shapes = []
-                for t in user.inputs:
-                    s = ctx.shape(src if t is out else t)
-                    if s is None:
-                        ok, why = False, "an input shape of its consumer is unknown"
-                        break
-                    shapes.append(s)
-                if not ok:
-                    break
-                want = ctx.shape(user.outputs[0])
-                try:
-                    got = _broadcast(shapes)
-                except BroadcastError:
-                    ok, why = False, "without it the consumer's inputs would not broadcast"
-                    break
-                if want is None or len(got) != len(want) or any(a != b for a, b in zip(got, want)):
-                    ok, why = False, f"{user.op} would not broadcast to the same shape on its own"
-                    break
-            if not ok:
-                result.decline(node, f"kept: {why}")
-                continue
-            replace_uses(ctx.graph, out, src)
-            remove_node(node)
-            result.change(node, "removed: its consumers broadcast to the same shape themselves")
-        return result
+    def check(self, ctx, node):
+        if not node.outputs or not node.inputs:
+            return NO_MATCH
+        out = node.outputs[0]
+        if out.name in ctx.graph_outputs or not out.outputs:
+            return NO_MATCH
+        src = node.inputs[0]
+        for user in out.outputs:
+            if ctx.op(user) not in BROADCASTING or not user.outputs:
+                return Decline(f"kept: it feeds {user.op}, which does not broadcast")
+            shapes = []
+            for t in user.inputs:
+                s = ctx.shape(src if t is out else t)
+                if s is None:
+                    return Decline("kept: an input shape of its consumer is unknown")
+                shapes.append(s)
+            want = ctx.shape(user.outputs[0])
+            try:
+                got = _broadcast(shapes)
+            except BroadcastError:
+                return Decline("kept: without it the consumer's inputs would not broadcast")
+            if want is None or len(got) != len(want) or any(a != b for a, b in zip(got, want)):
+                return Decline(f"kept: {user.op} would not broadcast to the same shape on its own")
+        return Match()
+
+    def rewrite(self, ctx, node, match) -> str:
+        replace_uses(ctx.graph, node.outputs[0], node.inputs[0])
+        remove_node(node)
+        return "removed: its consumers broadcast to the same shape themselves"
 
 
 @register
-class CancelReshapesPass(Pass):
+class CancelReshapesPass(RewritePass):
     name = "cancel-reshapes"
     description = "Reshape -> elementwise -> Reshape back becomes the elementwise op alone"
+    ops = ("Reshape",)
 
-    def run(self, ctx) -> PassResult:
-        result = PassResult()
-        for last in list(ctx.graph.nodes):
-            if ctx.op(last) != "Reshape" or not last.outputs or not last.inputs:
-                continue
-            mid_out = last.inputs[0]
-            if len(mid_out.inputs) != 1 or len(mid_out.outputs) != 1 or mid_out.name in ctx.graph_outputs:
-                continue  # (the op's own output disappears in the rewrite: it must feed nothing else)
-            mid = mid_out.inputs[0]
-            if ctx.op(mid) not in UNARY or len(mid.outputs) != 1 or not mid.inputs:
-                continue
-            first_out = mid.inputs[0]
-            if len(first_out.inputs) != 1 or ctx.op(first_out.inputs[0]) != "Reshape" or len(first_out.outputs) != 1:
-                continue
-            first = first_out.inputs[0]
-            x, out = first.inputs[0], last.outputs[0]
-            a, b = ctx.shape(x), ctx.shape(out)
-            if a is None or b is None or len(a) != len(b) or any(p != q for p, q in zip(a, b)) or any(ctx.is_unknown(d) for d in b):
-                result.decline(last, f"kept: it does not provably restore the shape before {first.name or 'Reshape'}")
-                continue
-            extra = [t for t in mid.inputs[1:] if not t.is_empty()]
-            if any(len(ctx.shape(t) or (0,)) > 0 and any(d != 1 for d in ctx.shape(t)) for t in extra):
-                continue  # a non-scalar second operand would broadcast differently
-            remove_node(last)
-            mid.outputs.clear()
-            mid.inputs[0] = x
-            mid.outputs.append(out)
-            result.change(last, f"cancelled with {first.name or 'Reshape'} around {mid.op}")
-        return result
+    def check(self, ctx, last):
+        if not last.outputs or not last.inputs:
+            return NO_MATCH
+        mid_out = last.inputs[0]
+        if len(mid_out.inputs) != 1 or len(mid_out.outputs) != 1 or mid_out.name in ctx.graph_outputs:
+            return NO_MATCH  # (the op's own output disappears in the rewrite: it must feed nothing else)
+        mid = mid_out.inputs[0]
+        if ctx.op(mid) not in UNARY or len(mid.outputs) != 1 or not mid.inputs:
+            return NO_MATCH
+        first_out = mid.inputs[0]
+        if len(first_out.inputs) != 1 or ctx.op(first_out.inputs[0]) != "Reshape" or len(first_out.outputs) != 1:
+            return NO_MATCH
+        first = first_out.inputs[0]
+        x, out = first.inputs[0], last.outputs[0]
+        a, b = ctx.shape(x), ctx.shape(out)
+        if a is None or b is None or len(a) != len(b) or any(p != q for p, q in zip(a, b)) or any(ctx.is_unknown(d) for d in b):
+            return Decline(f"kept: it does not provably restore the shape before {first.name or 'Reshape'}")
+        extra = [t for t in mid.inputs[1:] if not t.is_empty()]
+        if any(len(ctx.shape(t) or (0,)) > 0 and any(d != 1 for d in ctx.shape(t)) for t in extra):
+            return NO_MATCH  # a non-scalar second operand would broadcast differently
+        return Match(first=first, mid=mid, source=x)
+
+    def rewrite(self, ctx, last, match) -> str:
+        mid, out = match.mid, last.outputs[0]
+        remove_node(last)
+        mid.outputs.clear()
+        mid.inputs[0] = match.source
+        mid.outputs.append(out)
+        return f"cancelled with {match.first.name or 'Reshape'} around {mid.op}"
 
 
 def _all_equal(arr, value) -> bool:
-    import numpy as np
-
     if arr.dtype == object or arr.size == 0:
         return False
     try:
@@ -137,8 +135,6 @@ def _neutral_kind(op, arr, position):
 
     Exact bit for bit: x*1, 1*x, x/1, x-0.0 (+0.0), x+(-0.0). x+(+0.0) differs only for x = -0.0
     (it gives +0.0): returned as "signed-zero" for the caller to allow or not."""
-    import numpy as np
-
     if op == "Mul" and _all_equal(arr, 1):
         return "multiplies by 1"
     if op == "Div" and position == 1 and _all_equal(arr, 1):
@@ -162,41 +158,38 @@ def _neutral_kind(op, arr, position):
 
 
 @register
-class NeutralElementsPass(Pass):
+class NeutralElementsPass(RewritePass):
     name = "neutral-elements"
     description = "drop x*1, x/1, x-0, x+(-0.0) (and x+0.0 when signed zeros may change)"
+    ops = ("Add", "Sub", "Mul", "Div")
 
-    def run(self, ctx) -> PassResult:
-        import onnx_graphsurgeon as gs
-
-        from ...fold.folder import constant_array
-
-        result = PassResult()
-        for node in list(ctx.graph.nodes):
-            if ctx.op(node) not in ("Add", "Sub", "Mul", "Div") or len(node.inputs) != 2 or not node.outputs:
+    def check(self, ctx, node):
+        if len(node.inputs) != 2 or not node.outputs:
+            return NO_MATCH
+        out = node.outputs[0]
+        for position in (1, 0):
+            c, x = node.inputs[position], node.inputs[1 - position]
+            if not isinstance(c, gs.Constant) or isinstance(x, gs.Constant):
                 continue
-            out = node.outputs[0]
-            if out.name in ctx.graph_outputs:
+            try:
+                kind = _neutral_kind(node.op, constant_array(c), position)
+            except Exception:
+                kind = None
+            if kind is None or (kind == "signed-zero" and not ctx.ignore_signed_zero):
                 continue
-            for position in (1, 0):
-                c, x = node.inputs[position], node.inputs[1 - position]
-                if not isinstance(c, gs.Constant) or isinstance(x, gs.Constant):
-                    continue
-                try:
-                    kind = _neutral_kind(node.op, constant_array(c), position)
-                except Exception:
-                    kind = None
-                if kind is None or (kind == "signed-zero" and not ctx.ignore_signed_zero):
-                    continue
-                a, b = ctx.shape(x), ctx.shape(out)
-                fx, fo = ctx.facts.fact(x.name), ctx.facts.fact(out.name)
-                if a is None or b is None or len(a) != len(b) or any(p != q for p, q in zip(a, b)):
-                    continue  # the constant would broadcast x to a larger shape
-                if fx is None or fo is None or fx.dtype != fo.dtype:
-                    continue
-                replace_uses(ctx.graph, out, x)
-                remove_node(node)
-                why = "adds +0.0 (only -0.0 inputs change: allowed by --ignore-signed-zero)" if kind == "signed-zero" else kind
-                result.change(node, f"removed: it {why}")
-                break
-        return result
+            a, b = ctx.shape(x), ctx.shape(out)
+            fx, fo = ctx.facts.fact(x.name), ctx.facts.fact(out.name)
+            if a is None or b is None or len(a) != len(b) or any(p != q for p, q in zip(a, b)):
+                continue  # the constant would broadcast x to a larger shape
+            if fx is None or fo is None or fx.dtype != fo.dtype:
+                continue
+            if not can_bypass(ctx, node, x):
+                return NO_MATCH
+            return Match(kind=kind, source=x)
+        return NO_MATCH
+
+    def rewrite(self, ctx, node, match) -> str:
+        bypass(ctx, node, match.source)
+        kind = match.kind
+        why = "adds +0.0 (only -0.0 inputs change: allowed by --ignore-signed-zero)" if kind == "signed-zero" else kind
+        return f"removed: it {why}"

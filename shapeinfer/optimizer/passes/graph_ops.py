@@ -1,0 +1,104 @@
+"""Graph edits the passes (and the pass manager) share, on the onnx-graphsurgeon graph.
+
+A pass takes these from here, never from another pass's module. ``constant_array`` and
+``constant_values`` are defined in ``shapeinfer.fold.folder``, whose kernels read and write
+constants the same way (the folding package sits below the optimizer and does not import it).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import onnx_graphsurgeon as gs
+
+from ...fold.folder import constant_array, constant_values, outer_variables
+
+__all__ = ["bypass", "can_bypass", "constant_array", "constant_input", "constant_values", "remove_dead_nodes",
+           "remove_node", "replace_uses", "shape_constant"]
+
+
+def constant_input(node, i: int) -> Optional[np.ndarray]:
+    """The value of node's input i when it is a constant, else None (absent, empty, computed)."""
+    if i >= len(node.inputs) or node.inputs[i].is_empty() or not isinstance(node.inputs[i], gs.Constant):
+        return None
+    return constant_array(node.inputs[i])
+
+
+def shape_constant(ctx, base: str, values) -> gs.Constant:
+    """An int64 shape constant; equal ones are shared (one initializer for every [0,0,8,8])."""
+    key = tuple(int(v) for v in values)
+    made = ctx.shared_constants.get(key)
+    if made is None:
+        name = ctx.unique_name(base)
+        made = ctx.shared_constants[key] = gs.Constant(name, constant_values(np.asarray(key, dtype=np.int64), name))
+    return made
+
+
+def replace_uses(graph, old, new) -> None:
+    """Make every consumer of tensor ``old`` read ``new`` instead (subgraphs included)."""
+    for node in list(old.outputs):
+        for i, t in enumerate(node.inputs):
+            if t is old:
+                node.inputs[i] = new
+
+
+def remove_node(node) -> None:
+    """Take node out of the graph: no outputs, and no longer a consumer of its inputs (a removed
+    node that still read its inputs would show up among their consumers, without outputs). The
+    node itself is dropped from graph.nodes at the end of the run."""
+    node.outputs.clear()
+    node.inputs.clear()
+
+
+def can_bypass(ctx, node, source) -> bool:
+    """Whether ``bypass(ctx, node, source)`` may be done: always when node's output is no graph
+    output. A graph output must keep its name, so then ``source`` takes it -- which it may only
+    when its own name is not one to keep: not a graph input, an initializer or another graph
+    output, but a tensor a node of the graph makes -- and only once the manager allows renames
+    (``ctx.rename_outputs``; until then such a bypass is noted in ``ctx.renames_waiting``)."""
+    if node.outputs[0].name not in ctx.graph_outputs:
+        return True
+    if (isinstance(source, gs.Constant) or len(source.inputs) != 1 or source.name in ctx.graph_outputs
+            or any(t is source for t in ctx.graph.inputs)):
+        return False
+    if not ctx.rename_outputs:
+        ctx.renames_waiting = True
+        return False
+    return True
+
+
+def bypass(ctx, node, source) -> None:
+    """Node's readers read ``source`` (a tensor equal to node's output, bit for bit) instead, and
+    node leaves the graph. When node's output is a graph output, ``source`` is renamed to it and
+    takes its place among the outputs (as onnx-ir's identity elimination does): the tensor the
+    graph returns keeps its name, and every reader of ``source`` reads the same tensor under
+    the new name. Only where ``can_bypass`` allows it."""
+    out = node.outputs[0]
+    replace_uses(ctx.graph, out, source)
+    if out.name in ctx.graph_outputs:
+        source.name = out.name
+        ctx.graph.outputs = [source if t is out else t for t in ctx.graph.outputs]
+    remove_node(node)
+
+
+def remove_dead_nodes(graph) -> None:
+    """Keep the nodes the graph outputs depend on (through subgraph reads too), in order.
+
+    (onnx-graphsurgeon's cleanup does this too, several times slower on large graphs.)"""
+    live: set = set()
+    stack = list(graph.outputs)
+    seen_tensors: set = set()
+    while stack:
+        t = stack.pop()
+        if id(t) in seen_tensors:
+            continue
+        seen_tensors.add(id(t))
+        for producer in t.inputs:
+            if id(producer) in live:
+                continue
+            live.add(id(producer))
+            stack.extend(x for x in producer.inputs if not x.is_empty())
+            if any(hasattr(v, "nodes") for v in producer.attrs.values()):
+                stack.extend(outer_variables(producer))
+    graph.nodes = [n for n in graph.nodes if id(n) in live and n.outputs]
