@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import parser
 
-from shapeinfer.optimizer.verify import (DIFFERENT, IDENTICAL, NOTHING_COMPARED, _inputs, _same, bindings_for, input_symbols,
+from shapeinfer.optimizer.verify import (DIFFERENT, IDENTICAL, NOTHING_COMPARED, random_inputs, difference, bindings_for, input_symbols,
                                verify)
 from shapeinfer_cli.main import main
 
@@ -41,42 +41,42 @@ def _bits(values, dtype, view):
 ], ids=["float32", "float64", "float16", "bfloat16", "float8e5m2"])
 def test_a_quieted_nan_is_the_one_tolerance(dtype, view, signalling, quiet):
     a, b = _bits([signalling, 0], dtype, view), _bits([quiet, 0], dtype, view)
-    assert _same(a, b) == ""
+    assert difference(a, b) == ""
     # another payload, the other sign, or -0.0 for +0.0 are differences
     sign = {np.uint8: 0x80, np.uint16: 0x8000, np.uint32: 0x80000000, np.uint64: 0x8000000000000000}[view]
-    assert _same(a, _bits([quiet + 1, 0], dtype, view)).startswith("1 of 2 elements differ")
-    assert _same(a, _bits([quiet | sign, 0], dtype, view)) != ""
-    assert _same(a, _bits([signalling, sign], dtype, view)) != ""
+    assert difference(a, _bits([quiet + 1, 0], dtype, view)).startswith("1 of 2 elements differ")
+    assert difference(a, _bits([quiet | sign, 0], dtype, view)) != ""
+    assert difference(a, _bits([signalling, sign], dtype, view)) != ""
 
 
 def test_exact_comparison_reports_what_differs():
     a = np.array([[1.0, -0.0], [np.inf, 2.0]], np.float32)
     b = a.copy()
     b[0, 1] = 0.0
-    assert _same(a, a.copy()) == ""
-    why = _same(a, b)
+    assert difference(a, a.copy()) == ""
+    why = difference(a, b)
     assert why.startswith("1 of 4 elements differ (first at [0, 1]: -0.0 (0x80000000) vs 0.0 (0x00000000))")
-    assert _same(a, b, signed_zeros=False) == ""
-    assert _same(a, a.astype(np.float64)) == "dtype float32 vs float64"
-    assert _same(a, a.reshape(4)) == "shape [2, 2] vs [4]"
-    assert _same(np.array([1, 2], np.int64), np.array([1, 3], np.int64)).startswith("1 of 2")
-    assert _same(np.array(["a"], object), np.array(["b"], object)).startswith("1 of 1")
+    assert difference(a, b, signed_zeros=False) == ""
+    assert difference(a, a.astype(np.float64)) == "dtype float32 vs float64"
+    assert difference(a, a.reshape(4)) == "shape [2, 2] vs [4]"
+    assert difference(np.array([1, 2], np.int64), np.array([1, 3], np.int64)).startswith("1 of 2")
+    assert difference(np.array(["a"], object), np.array(["b"], object)).startswith("1 of 1")
     near = a * np.float32(1 + 1e-7)
-    assert _same(a, near) != "" and _same(a, near, exact=False) == ""
-    assert _same(a, a + 1, exact=False) != ""
+    assert difference(a, near) != "" and difference(a, near, exact=False) == ""
+    assert difference(a, a + 1, exact=False) != ""
 
 
 def test_inputs_hold_signed_zeros_infinities_and_nans_even_when_small():
     model = _model("g (float[N] x, int64[N] i) => (float y) { y = Neg(x) }")
     rng = np.random.default_rng(0)
-    plain = _inputs(model, {"N": 1000}, rng)
+    plain = random_inputs(model, {"N": 1000}, rng)
     x = plain["x"]
     assert np.isfinite(x).all() and (np.signbit(x) & (x == 0)).sum() > 50 and (~np.signbit(x) & (x == 0)).sum() > 50
-    special = _inputs(model, {"N": 1000}, rng, special=True)["x"]
+    special = random_inputs(model, {"N": 1000}, rng, special=True)["x"]
     assert np.isnan(special).sum() > 20 and (special == np.inf).sum() > 20 and (special == -np.inf).sum() > 20
-    small = _inputs(model, {"N": 4}, rng, special=True)["x"]
+    small = random_inputs(model, {"N": 4}, rng, special=True)["x"]
     assert np.isnan(small[0]) and small[1] == np.inf and small[2] == -np.inf and np.signbit(small[3])
-    assert np.signbit(_inputs(model, {"N": 1}, rng)["x"][0])
+    assert np.signbit(random_inputs(model, {"N": 1}, rng)["x"][0])
     assert plain["i"].dtype == np.int64
 
 

@@ -140,7 +140,7 @@ def _float_input(shape, np_dtype, rng, special: bool):
     return x.astype(np_dtype).reshape(shape)
 
 
-def _inputs(model, binding, rng, special: bool = False) -> dict:
+def random_inputs(model, binding, rng, special: bool = False) -> dict:
     init = {t.name for t in model.graph.initializer}
     feeds = {}
     for vi in model.graph.input:
@@ -219,7 +219,7 @@ def _show(v, bits) -> str:
     return f"{text} (0x{bits})" if bits else text
 
 
-def _same(a, b, exact: bool = True, signed_zeros: bool = True) -> str:
+def difference(a, b, exact: bool = True, signed_zeros: bool = True) -> str:
     """'' when a and b are equal (see the module doc), else what differs."""
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != b.dtype:
@@ -291,7 +291,7 @@ def verify(original, optimized, bindings=None, seed: int = 0, exact: bool = True
         outcomes = []
         for special in (False, True):
             try:
-                feeds = _inputs(original, binding, rng, special)
+                feeds = random_inputs(original, binding, rng, special)
             except Exception as e:  # an input that is not a tensor of a known type
                 outcomes.append(f"skipped: no random inputs for this model ({_first_line(e)})")
                 break
@@ -304,7 +304,7 @@ def verify(original, optimized, bindings=None, seed: int = 0, exact: bool = True
             if err is not None:
                 outcomes.append(f"DIFFERENT: {inputs}the optimised model fails ({err})")
                 continue
-            diffs = [f"{n}: {why}" for n, a, b in zip(names, want, got) if (why := _same(a, b, exact, signed_zeros))]
+            diffs = [f"{n}: {why}" for n, a, b in zip(names, want, got) if (why := difference(a, b, exact, signed_zeros))]
             outcomes.append(f"DIFFERENT: {inputs}" + "; ".join(diffs) if diffs else "ok")
         report.runs.append((binding, _combine(outcomes)))
     return report
