@@ -1,51 +1,13 @@
-"""The public API: :func:`infer` (structured result) and :func:`infer_shapes` (annotated model).
-A facade: the work is in infer/ (the engine, the result, annotation) and modelio/ (reading)."""
+"""The public API, a facade: :func:`infer` (structured result), :func:`infer_shapes` (annotated
+model), :func:`load_model`. The work is in infer/ (the engine, the result, annotation) and
+modelio/ (reading models)."""
 
 from __future__ import annotations
 
-import os
-from typing import Optional
-
-from onnx import ModelProto
-
 from .infer.annotate import annotate
-from .infer.engine import Engine
 from .infer.facts import dtype_name
 from .infer.result import InferenceResult
-from .modelio.load import as_model, load_model
+from .infer.run import infer, infer_shapes
+from .modelio.load import load_model
 
 __all__ = ["InferenceResult", "annotate", "dtype_name", "infer", "infer_shapes", "load_model"]
-
-
-def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,
-          base_dir: Optional[str] = None) -> InferenceResult:
-    """Infer every tensor's shape; the model is not modified.
-
-    ``input_shapes`` maps a graph input name to a list of ints and/or symbol names (or
-    expressions) that replaces the model's declared shape for that input.
-    ``assume_nonempty`` (opt-in) takes no tensor to be empty: every dim of the graph inputs and
-    of every tensor computed is at least 1. Without it a symbol may be 0, and shapes that differ
-    only where some tensor is empty are reported unknown; with it they are exact for every run
-    without an empty tensor. The result lists it under ``assumptions``.
-    ``base_dir`` is the folder of a model's external data (default: the model file's folder when
-    a path is given). Weights are never loaded; a small external int tensor is read from there.
-    Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
-    if base_dir is None and isinstance(model, (str, os.PathLike)):
-        base_dir = os.path.dirname(os.path.abspath(os.fspath(model)))
-    m = as_model(model)
-    engine = Engine(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
-    engine.run()
-    return InferenceResult(m, engine)
-
-
-def infer_shapes(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,
-                 base_dir: Optional[str] = None) -> ModelProto:
-    """Like ``onnx.shape_inference.infer_shapes``: a new model with every inferred shape written in.
-
-    Symbolic dims are written as ``dim_param`` in the printed syntax (``batch*seq/4``). The model
-    given is not modified. Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
-    if base_dir is None and isinstance(model, (str, os.PathLike)):
-        base_dir = os.path.dirname(os.path.abspath(os.fspath(model)))
-    m = as_model(model)
-    result = infer(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
-    return annotate(m, result, input_shapes)

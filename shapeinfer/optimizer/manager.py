@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 from onnx import AttributeProto, ModelProto, helper
 
-from ..api import infer
+from ..infer.run import infer
 from ..modelio.load import load_model
 from ..graph.structure import validate_structure
 from ..infer.engine import paused_gc

@@ -120,7 +120,7 @@ def _size_by_inference(ctx, node, arrays):
     rules bound sizes without computing anything (None: some output size stays unknown)."""
     from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
-    from ...api import infer
+    from ...infer.run import infer
 
     try:
         proto = OnnxExporter.export_node(node)
