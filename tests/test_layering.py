@@ -65,3 +65,14 @@ def test_the_cli_uses_only_public_names():
         for target, names in _imports(path, ["cli", path.stem]):
             for name in names:
                 assert not name.startswith("_"), f"cli/{path.name} imports the private name {name} of {target}"
+
+
+def test_every_package_is_installed():
+    """pyproject lists the packages by hand: a folder missing there works in a checkout and
+    is absent from an installed wheel (the CLI then fails to import)."""
+    import re
+
+    text = (ROOT.parent / "pyproject.toml").read_text()
+    listed = set(re.findall(r'"(shapeinfer(?:\.[a-z_]+)*)"', text.split("packages = [", 1)[1].split("]", 1)[0]))
+    folders = {".".join(("shapeinfer",) + p.parent.relative_to(ROOT).parts) for p in ROOT.rglob("__init__.py")}
+    assert folders <= listed, sorted(folders - listed)
