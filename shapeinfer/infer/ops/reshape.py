@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from typing import Optional
 
-from ...symbolic import (Dim, Expr, ExpressionTooLarge, add, at_zero, atom_dim, common_denominator, constant_value,
+from ...symbolic import (BroadcastError, Dim, Expr, ExpressionTooLarge, add, at_zero, atom_dim, common_denominator, constant_value,
                          iszero, mul, provably_nonneg, provably_positive, sub, to_str, truediv, zero_factors)
 from ..facts import Fact
 from ..registry import rule
@@ -157,7 +157,10 @@ def _split_zero_cases(spec, in_shape, out, pending, infer_at) -> list:
     try:
         cases = []
         for zeros in itertools.product((False, True), repeat=len(order)):
-            dims = _zero_case(spec, in_shape, out, split, [a for a, z in zip(order, zeros) if z], infer_at)
+            try:
+                dims = _zero_case(spec, in_shape, out, split, [a for a, z in zip(order, zeros) if z], infer_at)
+            except BroadcastError:
+                dims = None
             if dims is None:
                 continue  # no run succeeds in this case
             weight: Dim = 1
@@ -184,7 +187,9 @@ def _split_zero_cases(spec, in_shape, out, pending, infer_at) -> list:
 
 def _zero_case(spec, in_shape, out, split, zeros, infer_at) -> Optional[list]:
     """The output dims in the case where the atoms ``zeros`` are 0 and the other split atoms
-    are not (None where unknown), or None when no run succeeds in that case."""
+    are not (None where unknown), or None when no run succeeds in that case. (BroadcastError
+    when a dim has no value in that case -- ``bcast(seq, seq+96*iszero(seq))`` at seq = 0 --
+    which also means no run gets here.)"""
     def at(d):
         for a in zeros:
             if isinstance(d, Expr):
@@ -236,10 +241,13 @@ def _zero_case_fails(spec, in_shape, i) -> bool:
         def zero(d, atom=atom):
             return at_zero(d, atom) if isinstance(d, Expr) else d
 
-        ins = [zero(d) for d in in_shape]
+        try:
+            ins = [zero(d) for d in in_shape]
+            zeroed = [zero(entry) for entry in spec]
+        except BroadcastError:
+            continue  # a dim that has no value with the atom at 0 (a failed broadcast): no run
         outs = []
-        for j, entry in enumerate(spec):
-            v = zero(entry)
+        for j, v in enumerate(zeroed):
             if v == 0:
                 if j >= len(ins):
                     return False
