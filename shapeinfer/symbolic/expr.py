@@ -3,12 +3,12 @@
 A dim is a plain ``int`` or an :class:`Expr`. An ``Expr`` is a polynomial with exact (integer or
 rational) coefficients whose variables are *atoms*: a named symbol, or one of the operations a
 polynomial cannot express -- ``floordiv(a, b)``, ``mod(a, b)``, ``min(a, b)``, ``max(a, b)``,
-``bcast(a, b)`` (the ONNX broadcast of two dims) and ``div(a, b)`` (an exact division that is not a
-polynomial). The constructors put every result in canonical form, so two dims that the algebra
+``bcast(a, b)`` (the ONNX broadcast of two dims), ``div(a, b)`` (an exact division that is not a
+polynomial) and ``iszero(m)`` (1 where m is 0, else 0: a zero case said exactly). The constructors put every result in canonical form, so two dims that the algebra
 can show equal compare equal with ``==``; a result that is a constant is always returned as ``int``.
 
 Each atom kind is one class, in the last section of this module (:class:`Sym`, :class:`Div`,
-:class:`FloorDiv`, :class:`Mod`, :class:`Min`, :class:`Max`, :class:`Bcast`), holding side by side
+:class:`FloorDiv`, :class:`Mod`, :class:`Min`, :class:`Max`, :class:`Bcast`, :class:`IsZero`), holding side by side
 everything about it: its canonicalising constructor (the function right after it, which
 substitution rebuilds with), its bounds, its value under a binding, what it tells about signs,
 and its syntax (which printing and parsing read). The polynomial code above never names a kind,
