@@ -10,6 +10,7 @@ from .expr import (
     Expr,
     ExpressionTooLarge,
     FloorDiv,
+    IsZero,
     KINDS,
     Max,
     Min,
@@ -33,6 +34,7 @@ from .expr import (
     floordiv,
     free_symbols,
     is_static,
+    iszero,
     mod,
     mul,
     neg,
@@ -54,10 +56,10 @@ from .printing import NAME_RE, ParseError, parse, to_str
 
 __all__ = [
     "Atom", "Bcast", "BroadcastError", "Dim", "Div", "EvaluationError", "Expr", "ExpressionTooLarge", "FloorDiv",
-    "KINDS", "Max", "Min", "Mod", "NAME_RE", "ParseError", "Sym",
+    "IsZero", "KINDS", "Max", "Min", "Mod", "NAME_RE", "ParseError", "Sym",
     "DIM_MAX", "add", "as_single_atom", "at_zero", "atom_dim", "atoms", "bcast", "bounds", "common_denominator",
     "constant_value", "fits", "dim_key", "dmax", "dmin", "evaluate", "floordiv", "free_symbols",
-    "is_static", "mod", "mul", "neg", "parse", "provably_equal", "provably_le", "provably_nonneg",
+    "is_static", "iszero", "mod", "mul", "neg", "parse", "provably_equal", "provably_le", "provably_nonneg",
     "provably_not_one", "provably_one", "provably_positive", "replace_atom", "sub", "substitute", "sym",
     "term_atoms", "to_str", "truediv", "zero_factors",
 ]

@@ -3,12 +3,12 @@
 A dim is a plain ``int`` or an :class:`Expr`. An ``Expr`` is a polynomial with exact (integer or
 rational) coefficients whose variables are *atoms*: a named symbol, or one of the operations a
 polynomial cannot express -- ``floordiv(a, b)``, ``mod(a, b)``, ``min(a, b)``, ``max(a, b)``,
-``bcast(a, b)`` (the ONNX broadcast of two dims) and ``div(a, b)`` (an exact division that is not a
-polynomial). The constructors put every result in canonical form, so two dims that the algebra
+``bcast(a, b)`` (the ONNX broadcast of two dims), ``div(a, b)`` (an exact division that is not a
+polynomial) and ``iszero(m)`` (1 where m is 0, else 0: a zero case said exactly). The constructors put every result in canonical form, so two dims that the algebra
 can show equal compare equal with ``==``; a result that is a constant is always returned as ``int``.
 
 Each atom kind is one class, in the last section of this module (:class:`Sym`, :class:`Div`,
-:class:`FloorDiv`, :class:`Mod`, :class:`Min`, :class:`Max`, :class:`Bcast`), holding side by side
+:class:`FloorDiv`, :class:`Mod`, :class:`Min`, :class:`Max`, :class:`Bcast`, :class:`IsZero`), holding side by side
 everything about it: its canonicalising constructor (the function right after it, which
 substitution rebuilds with), its bounds, its value under a binding, what it tells about signs,
 and its syntax (which printing and parsing read). The polynomial code above never names a kind,
@@ -36,7 +36,7 @@ proven"), so nothing a model contains can make the algebra's work grow without b
 from __future__ import annotations
 
 from fractions import Fraction
-from math import floor, inf, lcm
+from math import floor, gcd, inf, lcm
 from typing import Iterator, Mapping, Optional, Union
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "Min",
     "Max",
     "Bcast",
+    "IsZero",
     "KINDS",
     "Dim",
     "Expr",
@@ -66,6 +67,7 @@ __all__ = [
     "dmin",
     "dmax",
     "bcast",
+    "iszero",
     "evaluate",
     "bounds",
     "atoms",
@@ -167,6 +169,10 @@ class Atom:
     # Its syntax (printing writes it, parsing reads it): ``call(a, b, ...)`` or ``a <infix> b``.
     call: Optional[str] = None
     infix: Optional[str] = None
+    # How many operands a call takes (None: two or more); an infix kind takes two.
+    arity: Optional[int] = None
+    # Whether the kind rewrites the monomials it stands in (:meth:`_in_monomial`).
+    reduces_monomials = False
 
     def __init__(self, args: tuple):
         size, depth = 1, 0
@@ -218,6 +224,12 @@ class Atom:
         """Whether d (a dim this atom occurs in) is >= 0 for every binding, by reasoning about
         this atom -- or None when the atom gives no such reasoning (the others are then asked)."""
         return None
+
+    def _in_monomial(self, exps: dict) -> Optional[int]:
+        """Only for a kind with ``reduces_monomials``: the exponent this atom keeps in a product
+        of the atoms ``exps`` ({atom: exponent}, itself included), or None when that product is
+        0 for every binding. Multiplication asks it, so products stay canonical."""
+        return exps[self]
 
 
 class Expr:
@@ -406,14 +418,26 @@ def sub(a: Dim, b: Dim) -> Dim:
     return add(a, neg(b))
 
 
-def _mono_mul(m1: tuple, m2: tuple) -> tuple:
+def _mono_mul(m1: tuple, m2: tuple) -> Optional[tuple]:
+    """The product of two monomials, or None when it is 0 for every binding (``s*iszero(s)``)."""
     if not m1:
         return m2
     if not m2:
         return m1
     exps: dict = dict(m1)
+    reduce = False
     for a, e in m2:
         exps[a] = exps.get(a, 0) + e
+        reduce = reduce or a.reduces_monomials
+    if reduce or any(a.reduces_monomials for a, _ in m1):
+        kept = {}
+        for a, e in exps.items():
+            if a.reduces_monomials:
+                e = a._in_monomial(exps)
+                if e is None:
+                    return None
+            kept[a] = e
+        exps = kept
     return tuple(sorted(exps.items(), key=lambda ae: ae[0].key))
 
 
@@ -428,7 +452,8 @@ def mul(a: Dim, b: Dim) -> Dim:
     for m1, c1 in da.items():
         for m2, c2 in db.items():
             m = _mono_mul(m1, m2)
-            out[m] = out.get(m, 0) + c1 * c2
+            if m is not None:
+                out[m] = out.get(m, 0) + c1 * c2
     return _from_dict(out)
 
 
@@ -467,6 +492,8 @@ def _poly_divide(a: Dim, b: Expr):
         quotient[qm] = quotient.get(qm, 0) + qc
         for m, c in den:
             mm = _mono_mul(qm, m)
+            if mm is None:
+                continue
             v = num.get(mm, 0) - qc * c
             if v == 0:
                 num.pop(mm, None)
@@ -1176,5 +1203,87 @@ def bcast(*dims: Dim) -> Dim:
     return atom_dim(Bcast(tuple(ordered)))
 
 
+class IsZero(Atom):
+    """``iszero(m)``, the indicator of ``m == 0``: 1 where m is 0, else 0. It makes a dim exact
+    where the zero case of some dim changes the result (a Reshape entry that copies the input
+    dim when it is 0): ``R1 + iszero(s)*(R0 - R1)``.
+
+    Its argument is canonical (see :func:`iszero`), and in products ``iszero(m)**k`` is
+    ``iszero(m)`` and a monomial holding every atom of a monomial m times ``iszero(m)`` is 0
+    (``s*iszero(s)``; not ``a*iszero(a*b)``, which is ``a`` at ``b == 0``)."""
+
+    __slots__ = ()
+    tag = "iszero"
+    call = "iszero"
+    arity = 1
+    reduces_monomials = True
+
+    @staticmethod
+    def build(args: tuple) -> Dim:
+        if len(args) != 1:
+            raise ValueError(f"iszero() takes one argument, got {len(args)}")
+        return iszero(args[0])
+
+    def interval(self, top) -> tuple:
+        return (0, 1)
+
+    def value(self, binding: Mapping[str, int]) -> Number:
+        return 1 if evaluate(self.args[0], binding) == 0 else 0
+
+    def _in_monomial(self, exps: dict) -> Optional[int]:
+        (m,) = self.args
+        if len(m.terms) == 1:
+            mono, _ = m.terms[0]
+            if all(a in exps for a, _ in mono):
+                return None  # m * iszero(m) == 0
+        return 1
+
+    def _nonneg_in(self, d: Expr, depth: int) -> Optional[bool]:
+        """d is non-negative if it is in both cases: m == 0 and m != 0. For m a symbol s (>= 0)
+        the cases are s = 0 and s = t+1 (t >= 0, which makes iszero 0); otherwise the atom is
+        taken to be 1 and 0 in turn."""
+        (m,) = self.args
+        s = as_single_atom(m)
+        if isinstance(s, Sym) and s.lo == 0:
+            zero = substitute(d, {s.name: 0})
+            nonzero = substitute(d, {s.name: add(atom_dim(s), 1)})
+        else:
+            zero, nonzero = _replace_atom(d, self, 1), _replace_atom(d, self, 0)
+        return _nonneg(zero, depth - 1) and _nonneg(nonzero, depth - 1)
+
+
+@_memo
+def iszero(d: Dim) -> Dim:
+    """The indicator of ``d == 0`` (1 or 0), simplified: a constant gives 1 or 0, and so does a
+    dim whose bounds exclude 0 (``s+1`` gives 0); a nonzero constant factor is dropped and the
+    sign made canonical (``iszero(4*s) == iszero(-s) == iszero(s)``, ``iszero(2*a+4*b) ==
+    iszero(a+2*b)``); a product is 0 when one factor is, so the powers of a single term go
+    (``iszero(a**2*b) == iszero(a*b)``); ``iszero(iszero(m))`` is ``1 - iszero(m)``."""
+    c = constant_value(d)
+    if c is not None:
+        return 1 if c == 0 else 0
+    lo, hi = bounds(d)  # (rounded inward, which keeps 0 out exactly when the exact range does)
+    if lo >= 1 or hi <= -1:
+        return 0
+    terms = d.terms
+    if len(terms) == 1:
+        mono, _ = terms[0]
+        arg = _from_dict({tuple((a, 1) for a, _ in mono): 1})
+    else:
+        den, num = 1, 0
+        for _, k in terms:
+            k = Fraction(k)
+            den = lcm(den, k.denominator)
+            num = gcd(num, k.numerator)
+        scale = Fraction(den, num)
+        if terms[0][1] < 0:
+            scale = -scale
+        arg = _from_dict({m: k * scale for m, k in terms})
+    inner = as_single_atom(arg)
+    if isinstance(inner, IsZero):
+        return sub(1, arg)
+    return atom_dim(IsZero((arg,)))
+
+
 # Every kind, for the printer and the parser (which read their syntax).
-KINDS = (Sym, Div, FloorDiv, Mod, Min, Max, Bcast)
+KINDS = (Sym, Div, FloorDiv, Mod, Min, Max, Bcast, IsZero)

@@ -5,10 +5,10 @@ Grammar (what goes into ``dim_param``; Python precedence and associativity)::
     expr  := term (('+' | '-') term)*
     term  := unary (('*' | '/' | '//' | '%') unary)*
     unary := ('-' | '+') unary | atom
-    atom  := INT | NAME | QUOTED | NAME '(' expr (',' expr)+ ')' | '(' expr ')'
+    atom  := INT | NAME | QUOTED | NAME '(' expr (',' expr)* ')' | '(' expr ')'
 
 ``/`` is exact division, ``//`` and ``%`` floor division and modulo; the calls are ``min``,
-``max`` and ``bcast``. Both directions take an atom's syntax from its kind (``call`` or
+``max`` and ``bcast`` (two or more arguments) and ``iszero`` (one: a kind's ``arity``). Both directions take an atom's syntax from its kind (``call`` or
 ``infix``, in expr.py), so a kind written as a call needs nothing here. ``to_str`` prints the
 canonical form without spaces (``2*seq+1``, ``batch*seq/4``, ``(S+1)//2``) and
 ``parse(to_str(d)) == d`` for every dim.
@@ -184,8 +184,10 @@ class _Parser:
                     self.take(",")
                     args.append(self.expr())
                 self.take(")")
-                if len(args) < 2:
+                if call.arity is None and len(args) < 2:
                     raise ParseError(f"{val}() takes two or more arguments in {self.text!r}")
+                if call.arity is not None and len(args) != call.arity:
+                    raise ParseError(f"{val}() takes {call.arity} argument(s) in {self.text!r}")
                 try:
                     return call.build(tuple(args))
                 except ValueError as e:

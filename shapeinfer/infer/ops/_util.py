@@ -123,7 +123,16 @@ def zero_implies_zero(e, in_dim) -> bool:
         return True
     # e is a positive multiple of a product of atoms: it is 0 exactly when one of them is.
     factors = zero_factors(e)
-    return factors is not None and all(at_zero(in_dim, atom) == 0 for atom in factors)
+    return factors is not None and all(_zero_at(in_dim, atom) for atom in factors)
+
+
+def _zero_at(d, atom) -> bool:
+    """d is 0 wherever the atom is 0 -- or has no value there (a broadcast that fails, as
+    ``bcast(seq, seq+96*iszero(seq))`` at seq = 0): no run has that tensor."""
+    try:
+        return at_zero(d, atom) == 0
+    except BroadcastError:
+        return True
 
 
 def fit_integer_value(value: Optional[np.ndarray], dtype: int, wrap: bool = False) -> Optional[np.ndarray]:

@@ -11,10 +11,11 @@ An empty shape means a scalar. ``-1`` is the exact quotient of the element count
 
 from __future__ import annotations
 
+import itertools
 from typing import Optional
 
-from ...symbolic import (Expr, at_zero, common_denominator, constant_value, provably_nonneg, provably_positive, sub,
-                         to_str, truediv, zero_factors)
+from ...symbolic import (BroadcastError, Dim, Expr, ExpressionTooLarge, add, at_zero, atom_dim, common_denominator, constant_value,
+                         iszero, mul, provably_nonneg, provably_positive, sub, to_str, truediv, zero_factors)
 from ..facts import Fact
 from ..registry import rule
 from ._util import prod, value_entries, value_length, zero_implies_zero
@@ -71,8 +72,16 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
     for i in pending:
         if _zero_case_fails(spec, in_shape, i):
             out[i] = spec[i]  # e == 0 would copy the input dim, but then no run succeeds
+    pending = [i for i in pending if out[i] is None]
+    if pending:
+        out = _split_zero_cases(spec, in_shape, out, pending, infer_at)
     total_in = prod(in_shape) if in_shape is not None else None
-    if infer_at is not None:
+    if infer_at is not None and out[infer_at] is not None:  # solved case by case
+        if total_in is not None and not _integral(out[infer_at]):
+            denom = prod(d for j, d in enumerate(out) if j != infer_at)
+            ctx.condition(f"valid only when {_multiple_str(out[infer_at], total_in, denom)} "
+                          f"(the -1 of shape {_spec_str(spec)})", "multiple", total_in, denom)
+    elif infer_at is not None:
         others = [d for j, d in enumerate(out) if j != infer_at]
         if total_in is not None and all(d is not None for d in others):
             denom = prod(others)
@@ -117,6 +126,106 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
     return Fact(dtype=dtype, shape=tuple(out), value=value)
 
 
+# At most this many atoms are split into their zero and nonzero cases per node (2**n cases).
+MAX_ZERO_SPLITS = 2
+
+
+def _split_zero_cases(spec, in_shape, out, pending, infer_at) -> list:
+    """out with the pending entries (and the -1) made exact by cases, where that can be done.
+
+    A pending entry e (symbolic, allowzero=0, at an index the input has) may be 0, and then it
+    copies the input dim. Where e >= 0 is a positive multiple of a power of one atom a (``seq``,
+    ``2*seq``), e == 0 exactly when a == 0: the whole node is computed in each case -- a != 0,
+    where e is itself, and a == 0, where every input dim and entry is read with a at 0 and e
+    copies the input dim -- and each output dim is ``R1 + iszero(a)*(R0 - R1)``, which the
+    algebra reduces to R1 where the two agree. The -1 is solved in each case. A case whose run
+    cannot succeed (a -1 beside a zero dim, element counts that never match) takes the value
+    of a case that can (R1 alone). At most MAX_ZERO_SPLITS atoms; other entries stay unknown."""
+    split: dict = {}  # entry index -> its atom
+    order: list = []
+    for i in pending:
+        factors = zero_factors(spec[i])
+        if factors is None or len(factors) != 1 or not provably_nonneg(spec[i]):
+            continue
+        if factors[0] not in order:
+            if len(order) == MAX_ZERO_SPLITS:
+                continue
+            order.append(factors[0])
+        split[i] = factors[0]
+    if not split:
+        return out
+    try:
+        cases = []
+        for zeros in itertools.product((False, True), repeat=len(order)):
+            try:
+                dims = _zero_case(spec, in_shape, out, split, [a for a, z in zip(order, zeros) if z], infer_at)
+            except BroadcastError:
+                dims = None
+            if dims is None:
+                continue  # no run succeeds in this case
+            weight: Dim = 1
+            for a, z in zip(order, zeros):
+                ind = iszero(atom_dim(a))
+                weight = mul(weight, ind if z else sub(1, ind))
+            cases.append((weight, dims))
+        if not cases:
+            return out
+        (_, first), rest = cases[0], cases[1:]
+        changed = list(split) + ([infer_at] if infer_at is not None else [])
+        combined = list(out)
+        for j in changed:
+            if first[j] is None or any(dims[j] is None for _, dims in rest):
+                continue
+            d = first[j]
+            for weight, dims in rest:
+                d = add(d, mul(weight, sub(dims[j], first[j])))
+            combined[j] = d
+        return combined
+    except ExpressionTooLarge:
+        return out
+
+
+def _zero_case(spec, in_shape, out, split, zeros, infer_at) -> Optional[list]:
+    """The output dims in the case where the atoms ``zeros`` are 0 and the other split atoms
+    are not (None where unknown), or None when no run succeeds in that case. (BroadcastError
+    when a dim has no value in that case -- ``bcast(seq, seq+96*iszero(seq))`` at seq = 0 --
+    which also means no run gets here.)"""
+    def at(d):
+        for a in zeros:
+            if isinstance(d, Expr):
+                d = at_zero(d, a)
+        return d
+
+    ins = [at(d) for d in in_shape]
+    dims: list = []
+    for j, d in enumerate(out):
+        if j in split:
+            if split[j] in zeros:
+                d = ins[j]  # e == 0 copies the input dim
+            else:
+                d = at(spec[j])  # e != 0: itself
+                if d == 0:
+                    return None  # (its atom is not 0 here, yet e is: a case no binding has)
+        elif j != infer_at and d is not None:
+            d = at(d)
+        dims.append(d)
+    total = prod(ins)
+    if infer_at is not None:
+        others = [d for j, d in enumerate(dims) if j != infer_at]
+        if any(d is None for d in others):
+            return dims
+        denom = prod(others)
+        if denom == 0:
+            return None  # a -1 beside a zero dim cannot be inferred: the run fails
+        q = truediv(total, denom)
+        if constant_value(q) is not None and (not isinstance(q, int) or q < 0):
+            return None  # counts that never match here
+        dims[infer_at] = q
+    elif all(d is not None for d in dims) and _never_equal(total, prod(dims)):
+        return None
+    return dims
+
+
 def _zero_case_fails(spec, in_shape, i) -> bool:
     """True when entry i (a symbolic e >= 0, allowzero=0) can be 0 only in runs that fail.
 
@@ -132,10 +241,13 @@ def _zero_case_fails(spec, in_shape, i) -> bool:
         def zero(d, atom=atom):
             return at_zero(d, atom) if isinstance(d, Expr) else d
 
-        ins = [zero(d) for d in in_shape]
+        try:
+            ins = [zero(d) for d in in_shape]
+            zeroed = [zero(entry) for entry in spec]
+        except BroadcastError:
+            continue  # a dim that has no value with the atom at 0 (a failed broadcast): no run
         outs = []
-        for j, entry in enumerate(spec):
-            v = zero(entry)
+        for j, v in enumerate(zeroed):
             if v == 0:
                 if j >= len(ins):
                     return False
