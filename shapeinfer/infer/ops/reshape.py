@@ -14,8 +14,9 @@ from __future__ import annotations
 import itertools
 from typing import Optional
 
-from ...symbolic import (BroadcastError, Dim, Expr, ExpressionTooLarge, add, at_zero, atom_dim, common_denominator, constant_value,
-                         iszero, mul, provably_nonneg, provably_positive, sub, to_str, truediv, zero_factors)
+from ...symbolic import (Bcast, BroadcastError, Dim, Div, Expr, ExpressionTooLarge, FloorDiv, Mod, add, at_zero, atom_dim, atoms,
+                         common_denominator, constant_value, iszero, mul, provably_nonneg, provably_positive, sub, to_str,
+                         truediv, zero_factors)
 from ..facts import Fact
 from ..registry import rule
 from ._util import prod, value_entries, value_length, zero_implies_zero
@@ -173,9 +174,13 @@ def _split_zero_cases(spec, in_shape, out, pending, infer_at) -> list:
         (_, first), rest = cases[0], cases[1:]
         changed = list(split) + ([infer_at] if infer_at is not None else [])
         combined = list(out)
+        given = _atoms_of(list(in_shape) + [e for e in spec if e is not None])
         for j in changed:
             if first[j] is None or any(dims[j] is None for _, dims in rest):
                 continue
+            if not all(_evaluable_everywhere(first[j], given) and _evaluable_everywhere(dims[j], given)
+                       for _, dims in rest):
+                continue  # some case's value has no value in another case: the sum would not evaluate
             d = first[j]
             for weight, dims in rest:
                 d = add(d, mul(weight, sub(dims[j], first[j])))
@@ -183,6 +188,35 @@ def _split_zero_cases(spec, in_shape, out, pending, infer_at) -> list:
         return combined
     except ExpressionTooLarge:
         return out
+
+
+def _atoms_of(dims) -> set:
+    out: set = set()
+    for d in dims:
+        if isinstance(d, Expr):
+            out.update(atoms(d))
+    return out
+
+
+def _evaluable_everywhere(d, given: set) -> bool:
+    """d has a value at every binding of a run that reaches the node: each of its atoms is one
+    the node's inputs hold (their dims and the shape's entries exist in such a run) or never
+    fails (a division by a divisor that cannot be 0; no new broadcast). A combined dim
+    ``R1 + iszero(a)*(R0 - R1)`` evaluates every case's value, also where another case holds
+    (``X/(X%2)`` at ``X%2 == 0``), so each must have a value everywhere."""
+    if not isinstance(d, Expr):
+        return True
+    for atom in atoms(d):
+        if atom in given:
+            continue
+        if isinstance(atom, Bcast):
+            return False
+        if isinstance(atom, (Div, FloorDiv, Mod)):
+            divisor = atom.args[1]
+            c = constant_value(divisor)
+            if not (c != 0 if c is not None else provably_positive(divisor)):
+                return False
+    return True
 
 
 def _zero_case(spec, in_shape, out, split, zeros, infer_at) -> Optional[list]:
