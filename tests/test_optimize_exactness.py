@@ -308,3 +308,46 @@ def test_renames_wait_for_the_rewrites_that_need_none():
     out = shapeinfer.optimize(model, passes=["remove-noop"])
     assert [(n.op_type, list(n.input)) for n in out.graph.node] == [("Squeeze", ["x", "ax"]), ("Reshape", ["x", "s"])]
     _outputs_bit_equal(model, out, [{"x": np.resize(SIGNED, (n, 1, 3)).astype(np.float32)} for n in (0, 1, 4)])
+
+
+def test_float16_arithmetic_that_rounds_is_not_folded():
+    """x * (-1 / 3) in float16: onnxruntime's CPU provider divides in float32 and passes the
+    float32 quotient to the Mul (the Casts between float16 ops are dropped), rounding once at
+    the end; a folded float16 constant would round twice (generator seed 9650). A quotient
+    float16 holds (-1 / 4) is folded."""
+    for divisor, folded in ((16896, False), (17408, True)):  # 3.0 and 4.0 as float16 bits
+        model = onnx.parser.parse_model(f"""
+        <ir_version: 10, opset_import: ["" : 21]>
+        g (float16[4] x) => (float16[4] y) <float16[1] a = {{48128}}, float16[1] b = {{{divisor}}}> {{
+          q = Div(a, b)
+          y = Mul(x, q)
+        }}
+        """)
+        out = shapeinfer.optimize(model)
+        assert (not any(n.op_type == "Div" for n in out.graph.node)) == folded
+        feeds = {"x": np.array([-0.3992, 1.0, 3.0, 65504.0], np.float16)}
+        (want,), (got,) = _run(model, feeds), _run(out, feeds)
+        assert _bits_equal(want, got), (want, got)
+
+
+def test_a_float_reduction_over_distinct_copies_keeps_the_copies():
+    """onnxruntime's ReduceMin of values with a NaN depends on the order it reads them (min(1,
+    NaN) is 1 there): reading Tile's input instead of its copies can change the result, so for
+    floats reduce-broadcast needs every reduced axis of the input to hold one value (generator
+    seeds 18140, 19351). Integers are rewritten as before."""
+    for dtype, np_dtype, rewritten in (("float", np.float32, False), ("int32", np.int32, True)):
+        model = onnx.parser.parse_model(f"""
+        <ir_version: 8, opset_import: ["" : 13]>
+        g ({dtype}[2,2] x) => ({dtype}[?,?] y) <int64[2] r = {{3, 3}}> {{
+          t = Tile(x, r)
+          y = ReduceMin<keepdims = 1>(t)
+        }}
+        """)
+        out = shapeinfer.optimize(model)
+        assert (not any(n.op_type == "Tile" for n in out.graph.node)) == rewritten
+        x = np.array([[1, 2], [3, 4]], np_dtype)
+        if np_dtype == np.float32:
+            x[0, 1] = np.nan
+        feeds = {"x": x}
+        (want,), (got,) = _run(model, feeds), _run(out, feeds)
+        assert _bits_equal(want, got), (want, got)

@@ -13,7 +13,10 @@ Only what the spec defines exactly is computed here; every other case raises, sa
 - **Floats** (float16, bfloat16, float32, float64): only the correctly rounded operations --
   ``+ - * /``, Sqrt, Reciprocal -- and the exact ones -- Neg, Abs, Floor, Ceil, Round (half to
   even), Min/Max, Relu, Sign, comparisons, IsNaN/IsInf. float16 and bfloat16 are computed in
-  float32 and rounded once more: for these operations that double rounding is innocuous.
+  float32 and rounded once more: for these operations that double rounding is innocuous. A
+  float16 result is folded only where float16 holds the float32 result: onnxruntime's CPU
+  provider runs float16 Add, Mul, Div... in float32 between Casts it later drops, so the next
+  op may read the unrounded value (x * (-1/3) rounds once there).
 - **NaN**: a float16/bfloat16 NaN operand is not folded (computed through float32,
   onnxruntime returns the canonical 0x7E00). A result that is a NaN *made* by the operation
   (``inf - inf``, ``0 * inf``, ``0 / 0``, ``sqrt(-1)``) has the hardware's sign and payload
@@ -118,7 +121,15 @@ def _float_op(op: str, fn, arrays):
     with np.errstate(all="ignore"):
         result = np.asarray(fn(*[a.astype(wt) for a in arrays]))
     _no_new_nan(op, result, had_nan)
-    return result.astype(dt)
+    out = result.astype(dt)
+    if dt == F16:
+        with np.errstate(invalid="ignore"):
+            kept = (out.astype(wt) == result) | np.isnan(result)
+        if not np.all(kept):
+            raise Inexact(f"{op} on float16 with a result float16 does not hold: onnxruntime's CPU provider "
+                          "runs it in float32 and may pass the float32 value on (it drops the Casts between "
+                          "float16 ops)")
+    return out
 
 
 def _as_dtype(result, dt) -> np.ndarray:

@@ -28,6 +28,9 @@ KNOWN = {
         "non-negative give the right shape.",
     "ort-reshape-allowzero-0-and-minus1":
         "onnxruntime, Reshape allowzero=1 with both 0 and -1 in the shape: runs; the spec says the shape is invalid.",
+    "reshape-entry-below-minus-one":
+        "onnxruntime and onnx.reference, Reshape with an entry below -1 (-2, -8): run, reading it like -1 "
+        "when it is the only negative entry; the spec allows no entry below -1 (invalid).",
     "ort-split18-uneven":
         "onnxruntime, Split-18 with num_outputs that does not divide the axis: fails; the spec gives the last "
         "chunk the remainder (not tainting: the original then fails, nothing is compared).",
@@ -244,6 +247,8 @@ def classify(node, opset, ins, outs, spec_out, engine) -> str:
     """The name of the documented deviation this difference is, or 'unlisted'."""
     op = node.op_type
     a = _attrs(node)
+    if op == "Reshape" and len(ins) > 1 and ins[1] is not None and np.any(np.asarray(ins[1]) < -1):
+        return "reshape-entry-below-minus-one"
     if engine == "onnxruntime":
         if (op in REDUCE_OPS or op in ("ArgMax", "ArgMin")) and ins[0] is not None and ins[0].size == 0 \
                 and outs[0] == _reduce_ignoring_negative_axes(node, opset, ins):

@@ -5,7 +5,10 @@
   Expand/Tile, and every reduced axis is empty exactly when the input's is (the same dim, or one
   provably at least 1): along the reduced axes the copies hold no new values, so max and min are
   the same. (Expand of [A,1] to [A,0], or Tile by 0, empties an axis: the reduction of nothing
-  is the op's identity, -inf for ReduceMax, where the input would give its values.)
+  is the op's identity, -inf for ReduceMax, where the input would give its values.) For floats
+  only where each reduced axis of the input has size 1 (every copy the same value):
+  onnxruntime's max/min of values with a NaN depends on the order it reads them in (min(1, NaN)
+  is 1 there, min(NaN, 1) NaN), and the copies change that order.
 - ``reduce-size-one``: ReduceMax/ReduceMin/ReduceProd over axes that are all provably of size 1
   keep the element itself: removed with ``keepdims=1``, a Squeeze with ``keepdims=0``.
   (Sum and Mean are left alone: adding to 0 turns -0.0 into +0.0.) Removed with a graph
@@ -15,9 +18,25 @@
 
 from __future__ import annotations
 
+from onnx import TensorProto
+
 from ...symbolic import provably_positive
 from .base import NO_MATCH, Decline, Match, RewritePass, register
 from .graph_ops import bypass, can_bypass, constant_input, shape_constant
+
+
+_NON_FLOAT = frozenset({TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
+                        TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64, TensorProto.BOOL})
+
+
+def _may_hold_nan(ctx, tensor) -> bool:
+    """True unless the tensor is known to be of an integer or bool type."""
+    import onnx_graphsurgeon as gs
+
+    if isinstance(tensor, gs.Constant):
+        return tensor.values.dtype.kind not in "iub"
+    fact = ctx.facts.fact(tensor.name)
+    return fact is None or fact.dtype not in _NON_FLOAT
 
 
 def _axes(ctx, node, rank):
@@ -62,6 +81,9 @@ class ReduceBroadcastPass(RewritePass):
             return Decline(f"reads {copy.op} {copy.name}, which changes a dim it does not reduce")
         if any(a[i] != b[i] and not (isinstance(b[i], int) and b[i] >= 1 or provably_positive(b[i])) for i in axes):
             return Decline(f"reads {copy.op} {copy.name}, whose copies may empty a reduced axis")
+        if _may_hold_nan(ctx, copy.inputs[0]) and any(a[i] != 1 for i in axes):
+            return Decline(f"reads {copy.op} {copy.name} of floats, with more than one value to reduce: "
+                           "onnxruntime's max/min with a NaN depends on the order it reads them in")
         return Match(copy=copy)
 
     def rewrite(self, ctx, node, match) -> str:
