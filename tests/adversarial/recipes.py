@@ -201,6 +201,12 @@ def expand_target(b: Builder, x: V) -> V:
                 entries.append(("const", r.choice([0, 1, 2, 3])))
         else:
             entries.append(("const", 1))
+    return _entries_vec(b, entries)
+
+
+def _entries_vec(b: Builder, entries: list) -> V:
+    """A 1-D int64 shape value from entries ("const", int) and ("vec", a 1-D value): the
+    constants in runs, Concat-ed with the computed pieces."""
     if all(k == "const" for k, _ in entries):
         return b.i64([c for _, c in entries])
     parts, run = [], []
@@ -214,8 +220,6 @@ def expand_target(b: Builder, x: V) -> V:
             parts.append(e)
     if run:
         parts.append(b.i64(run))
-    if not parts:
-        return b.i64([])
     return b.concat(parts)
 
 
@@ -247,20 +251,7 @@ def tile_repeats(b: Builder, x: V) -> V:
                 entries.append(("vec", b.dim_vec(other, r.randrange(other.rank()))))
                 continue
         entries.append(("const", r.choice([0, 1, 1, 1, 2, 3])))
-    if all(k == "const" for k, _ in entries):
-        return b.i64([c for _, c in entries])
-    parts, run = [], []
-    for kind, e in entries:
-        if kind == "const":
-            run.append(e)
-        else:
-            if run:
-                parts.append(b.i64(run))
-                run = []
-            parts.append(e)
-    if run:
-        parts.append(b.i64(run))
-    return b.concat(parts)
+    return _entries_vec(b, entries)
 
 
 def emit_tile(b: Builder, x: V, reps: V) -> V:
