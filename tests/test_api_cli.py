@@ -40,9 +40,9 @@ def test_infer_shapes_writes_value_info_and_leaves_input_untouched():
     dims = vi["/attn/query/Reshape_output_0"].type.tensor_type.shape.dim
     assert [d.dim_param or d.dim_value for d in dims] == ["batch", "seq+1", 4, 4]
     outs = {o.name: o for o in out.graph.output}
-    # The author's names for output dims are kept; the result says what they equal.
+    # A declared name that is not an input dim gives way to the inferred dim; the result says what it equals.
     flat = outs["token_states"].type.tensor_type.shape.dim
-    assert [d.dim_param or d.dim_value for d in flat] == ["tokens", 16]
+    assert [d.dim_param or d.dim_value for d in flat] == ["batch*seq+batch", 16]
     declared = {(d["tensor"], d["axis"]): d for d in shapeinfer.infer(model).declared_dims()}
     assert parse(declared[("token_states", 0)]["inferred"]) == parse("batch*(seq+1)")
     assert declared[("last_hidden_state", 1)]["declared"] == "seq_plus_1"

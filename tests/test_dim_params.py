@@ -122,3 +122,25 @@ def test_input_shape_overrides_are_typed_by_the_user_and_may_be_expressions():
     result = shapeinfer.infer(model, input_shapes={"x": ["2*k", 2]})
     assert result.shape_strs("y") == ["4*k", "2"]
     assert to_str(result.shape("y")[0]) == "4*k"
+
+
+def test_exporter_placeholder_names_on_outputs_give_way_to_the_inferred_dims():
+    """Exporters name output dims they could not infer (MatMuloutput_dim_0, Resizeout_dim_1):
+    the annotated model carries what inference knows (batch, 10) and still says what the name
+    equals; an input dim's name and a dim inference does not know keep their declared names."""
+    model = onnx.parser.parse_model("""
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[batch,4] x, float[4,10] w, float[n] z) => (float[MatMuloutput_dim_0, Resizeout_dim_1] y,
+                                                         float[batch, Relu_dim_1] r, int64[1, NonZero_dim_1] k) {
+      y = MatMul(x, w)
+      r = Relu(x)
+      k = NonZero(z)
+    }
+    """)
+    out = shapeinfer.infer_shapes(model)
+    dims = {o.name: [d.dim_param or d.dim_value for d in o.type.tensor_type.shape.dim] for o in out.graph.output}
+    assert dims["y"] == ["batch", 10]
+    assert dims["r"] == ["batch", 4]
+    assert dims["k"] == [1, "NonZero_dim_1"]  # the count of nonzeros is data: the name stays
+    said = {(d["tensor"], d["axis"]): d["inferred"] for d in shapeinfer.infer(model).declared_dims()}
+    assert said[("y", 0)] == "batch" and said[("y", 1)] == "10"

@@ -14,11 +14,15 @@ from .protos import clear_negative_dims, fill_shape_proto, mark_written_by_shape
 from .result import InferenceResult
 
 
-def _merge_dim(dim_proto, ours: Dim, result: InferenceResult) -> None:
-    """Write our dim into a declared one: a declared name is kept (the equality with what was
-    inferred is in result.declared_dims()); a declared size is kept where ours is unknown."""
+def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set) -> None:
+    """Write our dim into a declared one. A declared name is kept where ours is unknown, or when
+    it names a dim of the graph inputs; any other name (an exporter's placeholder such as
+    ``MatMuloutput_dim_0``, or ``tokens``) gives way to the inferred dim -- what it equals stays
+    in result.declared_dims(). A declared size is kept where ours is unknown."""
     if dim_proto.dim_param:
-        return
+        if result.is_unknown_dim(ours) or dim_proto.dim_param in input_names:
+            return
+        dim_proto.Clear()
     if dim_proto.HasField("dim_value") and result.is_unknown_dim(ours):
         return
     if isinstance(ours, int):
@@ -27,7 +31,8 @@ def _merge_dim(dim_proto, ours: Dim, result: InferenceResult) -> None:
         dim_proto.dim_param = to_str(ours)
 
 
-def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declared: bool) -> None:
+def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declared: bool,
+                input_names: set) -> None:
     """Write fact into a declared value's type, keeping the author's dims where they are given
     (unless the inputs were overridden: then the declared names may describe other shapes)."""
     if fact.type_proto is not None or not fact.dtype:
@@ -39,7 +44,7 @@ def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declar
     declared = list(tt.shape.dim) if tt.HasField("shape") else None
     if keep_declared and declared is not None and len(declared) == len(fact.shape):
         for dim_proto, ours in zip(tt.shape.dim, fact.shape):
-            _merge_dim(dim_proto, ours, result)
+            _merge_dim(dim_proto, ours, result, input_names)
         return
     tt.ClearField("shape")
     tt.shape.SetInParent()
@@ -49,8 +54,9 @@ def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declar
 def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None) -> ModelProto:
     """A copy of ``model`` whose value_info and graph outputs carry the inferred shapes.
 
-    Dims the author declared (names or sizes on outputs and value_info) are kept; how they
-    relate to what was inferred is in ``result.declared_dims()``. Graph inputs named in
+    Dims declared on outputs and value_info are kept where inference does not know them, and
+    names of the graph inputs' dims are kept; other declared names give way to the inferred dim
+    (what they equal is in ``result.declared_dims()``). Graph inputs named in
     ``input_shapes`` get the overriding shape written in, and then the inferred shapes replace
     the declared ones everywhere."""
     out = ModelProto()
@@ -67,13 +73,16 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     outputs = {o.name: o for o in g.output}
     existing = {vi.name: vi for vi in g.value_info}
     known_elsewhere = {i.name for i in g.input} | {t.name for t in g.initializer}
+    inits = {t.name for t in g.initializer}
+    input_names = {d.dim_param for i in g.input if i.name not in inits and i.type.HasField("tensor_type")
+                   for d in i.type.tensor_type.shape.dim if d.dim_param}
     appended: list = []  # new value_info entries, as wire bytes (see encoding.py)
     for name in result.tensor_names():
         fact = result.facts.get(name)
         if fact is None or name in known_elsewhere:
             continue
         if name in outputs:
-            _write_type(outputs[name].type, fact, result, not input_shapes)
+            _write_type(outputs[name].type, fact, result, not input_shapes, input_names)
             continue
         vi = existing.get(name)
         if vi is None:
@@ -84,7 +93,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
             elif fact.dtype:
                 appended.append(tensor_value_info(name, fact.dtype, fact.shape))
             continue
-        _write_type(vi.type, fact, result, not input_shapes)
+        _write_type(vi.type, fact, result, not input_shapes, input_names)
     if appended:
         out.MergeFromString(graph_patch(appended))
     return out
