@@ -56,6 +56,10 @@ KNOWN = {
     "ort-int-fmod-through-double":
         "onnxruntime, integer Mod with fmod=1: computed through double -- Mod(-(2**63-1), 3) is -2 (the double "
         "-2**63 mod 3), the spec's truncated remainder is -1. Values only, from 2**53 on.",
+    "ort-int-reduce-saturates":
+        "onnxruntime, integer reductions on int8..int32/uint types: computed in double and saturated -- "
+        "int32 [2**30]*4 sums to 2147483647; the spec is exact (wrapping) integer arithmetic. Values only "
+        "(counted where the result is the type's limit).",
     "ort-int64-max-min-wrong":
         "onnxruntime, Max/Min on int64 (opsets 12-18 at least): wrong for some values at or above 2**31 -- "
         "Max(0, 2**31) is 0, Min(0, 2**31) is 2**31, Max(1, 2**31) broadcast is 1 (Max(0, 2**32+5) is right); "
@@ -102,6 +106,9 @@ KNOWN = {
     "ref-pool-window-larger-than-input":
         "onnx.reference, pools whose window is larger than the padded input: an empty output, where the spec's "
         "size is negative (invalid).",
+    "ref-pool-asymmetric-pads":
+        "onnx.reference, pools whose begin and end pads differ (kernel 3, pads [0, 2] over 3): fewer outputs "
+        "(1) than the spec's floor((3 + 0 + 2 - 3) / 1) + 1 = 3, which onnxruntime gives.",
     "ref-pool-same-strided":
         "onnx.reference, pools with auto_pad SAME_UPPER/SAME_LOWER and a stride above 1: fewer outputs than "
         "the spec's ceil(size / stride) (MaxPool kernel 3, stride 2 over 3 gives 1, the spec and onnxruntime 2).",
@@ -271,6 +278,9 @@ def classify(node, opset, ins, outs, spec_out, engine) -> str:
     else:
         if op in ("MaxPool", "AveragePool", "LpPool", "Conv") and ins[0] is not None and _window_larger(node, a, ins):
             return "ref-pool-window-larger-than-input"
+        if op in ("MaxPool", "AveragePool", "LpPool") and "pads" in a and len(a["pads"]) % 2 == 0 and \
+                list(a["pads"][:len(a["pads"]) // 2]) != list(a["pads"][len(a["pads"]) // 2:]):
+            return "ref-pool-asymmetric-pads"
         if op in ("MaxPool", "AveragePool", "LpPool") and str(a.get("auto_pad", b"NOTSET")).find("SAME") >= 0 \
                 and any(st > 1 for st in a.get("strides", [])):
             return "ref-pool-same-strided"
@@ -365,6 +375,10 @@ def value_deviation(node, opset, ins, outs, engine) -> str:
         big = [abs(int(v)) for v in x.reshape(-1).tolist()] + [abs(int(v)) for v in np.asarray(outs[0]).reshape(-1).tolist()]
         if max(big, default=0) >= 2**53:
             return "ort-int64-reduce-through-double"
+    if node.op_type in REDUCE_OPS and x.dtype.kind in "iu" and x.dtype != np.int64 and outs and outs[0] is not None:
+        info = np.iinfo(x.dtype)
+        if np.any(np.isin(np.asarray(outs[0]), [info.min, info.max])):
+            return "ort-int-reduce-saturates"
     return ""
 
 
