@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shapeinfer.infer.facts import dtype_name
+from shapeinfer.symbolic import plain, to_str, zero_cases
 
 
 def _dtype(result, name) -> str:
@@ -12,9 +13,21 @@ def _dtype(result, name) -> str:
     return dtype_name(f.dtype)
 
 
-def _shape(result, name) -> str:
-    s = result.shape_strs(name)
-    return "?" if s is None else "[" + ",".join(s) + "]"
+def _shown(result, name, cases: set = None) -> str:
+    """The shape as the table shows it: each dim in its plain form (no zero case holds), marked
+    ``^`` where a zero case gives it another value; the cases are added to ``cases``."""
+    shape = result.shape(name)
+    if shape is None:
+        return "?"
+    parts = []
+    for d in shape:
+        zeros = zero_cases(d)
+        if zeros and cases is not None:
+            cases.update(to_str(m) for m in zeros)
+            parts.append(to_str(plain(d)) + "^")
+        else:
+            parts.append(to_str(d))
+    return "[" + ",".join(parts) + "]"
 
 
 def _table(rows, headers) -> list:
@@ -26,6 +39,11 @@ def _table(rows, headers) -> list:
 
 
 def render_table(result, model_path: str, all_tensors: bool = False) -> str:
+    cases: set = set()
+
+    def _shape(result, name):
+        return _shown(result, name, cases)
+
     g = result.model.graph
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in result.model.opset_import)
     out = [f"model: {model_path}  ({len(g.node)} nodes; opset {opsets})", ""]
@@ -52,6 +70,10 @@ def render_table(result, model_path: str, all_tensors: bool = False) -> str:
         out.append("all tensors")
         rows = [(name, _dtype(result, name), _shape(result, name), result.classify(name)) for name in result.tensor_names()]
         out.extend(_table(rows, ("tensor", "dtype", "shape", "kind")) if rows else ["  (none)"])
+    if cases:
+        out.append("")
+        out.append(f"^: another value where {' or '.join(sorted(c + ' = 0' for c in cases))} (a Reshape entry that "
+                   "is 0 copies the input dim); the exact form, with iszero(...), is in --json and the annotated model")
     s = result.summary()
     total = s["static"] + s["symbolic"] + s["unknown"]
     out.append("")

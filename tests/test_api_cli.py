@@ -328,3 +328,21 @@ def test_progress_line_is_rewritten_on_a_terminal_and_throttled_in_logs():
     p = Progress(after=60.0, stream=quiet)
     p("fast run")
     assert quiet.getvalue() == ""
+
+
+def test_the_table_shows_the_plain_form_and_says_the_zero_case():
+    """bert_dynamo's [batch,4,seq,8] -> [-1,seq,8] is exact at every size with iszero(seq); the
+    table shows the plain form (seq >= 1), marks the dims that differ at seq = 0 and says the
+    case; --json carries the exact shape, the plain one and the cases."""
+    path = os.path.join(os.path.dirname(FIXTURE), "corpus", "bert_dynamo.onnx")
+    r = CliRunner().invoke(cli, [path])
+    assert r.exit_code == 0, r.output
+    assert "[4*batch^,seq^,8]" in r.output and "^: another value where seq = 0" in r.output
+    assert "iszero" not in r.output.split("^: another value")[0]
+    data = json.loads(CliRunner().invoke(cli, [path, "--json"]).output)
+    outs = [o for n in data["nodes"] for o in n["outputs"] if o.get("zero_cases")]
+    assert outs and outs[0]["plain_shape"] == ["4*batch", "seq", "8"] and outs[0]["zero_cases"] == ["seq = 0"]
+    exact = [parse(d) for d in outs[0]["shape"]]
+    for seq in (0, 1, 3):  # the exact shape: [0,4,8] at seq = 0, else [4*batch, seq, 8]
+        got = [evaluate_shape([d], {"batch": 2, "seq": seq})[0] for d in exact]
+        assert got == ([0, 4, 8] if seq == 0 else [8, seq, 8])

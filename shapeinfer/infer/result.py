@@ -7,7 +7,7 @@ from typing import Optional
 
 from onnx import ModelProto
 
-from ..symbolic import Dim, free_symbols, to_str
+from ..symbolic import Dim, free_symbols, plain, to_str, zero_cases
 from .engine import Engine
 from .facts import Fact, dtype_name
 
@@ -125,12 +125,18 @@ class InferenceResult:
 
         def tensor(name):
             f = self.facts.get(name)
-            return {
+            out = {
                 "name": name,
                 "dtype": dtype_name(f.dtype) if f is not None and f.dtype else None,
                 "shape": self.shape_strs(name),
                 "kind": self.classify(name),
             }
+            shape = self.shape(name)
+            cases = sorted({to_str(m) for d in shape for m in zero_cases(d)}) if shape is not None else []
+            if cases:  # the exact shape above; the plain one holds where no case is 0
+                out["plain_shape"] = [to_str(plain(d)) for d in shape]
+                out["zero_cases"] = [f"{c} = 0" for c in cases]
+            return out
 
         init = {t.name for t in g.initializer}
         out = {

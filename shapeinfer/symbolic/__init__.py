@@ -50,6 +50,8 @@ from .expr import (
     sym,
     term_atoms,
     truediv,
+    plain,
+    zero_cases,
     zero_factors,
 )
 from .printing import NAME_RE, ParseError, parse, to_str
@@ -61,5 +63,5 @@ __all__ = [
     "constant_value", "fits", "dim_key", "dmax", "dmin", "evaluate", "floordiv", "free_symbols",
     "is_static", "iszero", "mod", "mul", "neg", "parse", "provably_equal", "provably_le", "provably_nonneg",
     "provably_not_one", "provably_one", "provably_positive", "replace_atom", "sub", "substitute", "sym",
-    "term_atoms", "to_str", "truediv", "zero_factors",
+    "plain", "term_atoms", "to_str", "truediv", "zero_cases", "zero_factors",
 ]

@@ -68,6 +68,8 @@ __all__ = [
     "dmax",
     "bcast",
     "iszero",
+    "plain",
+    "zero_cases",
     "evaluate",
     "bounds",
     "atoms",
@@ -1283,6 +1285,25 @@ def iszero(d: Dim) -> Dim:
     if isinstance(inner, IsZero):
         return sub(1, arg)
     return atom_dim(IsZero((arg,)))
+
+
+def zero_cases(d: Dim) -> list:
+    """The arguments m of the ``iszero(m)`` factors of d's terms, in canonical order: the zero
+    cases in which d takes another value than :func:`plain` says."""
+    if not isinstance(d, Expr):
+        return []
+    found = {a for mono, _ in d.terms for a, _ in mono if isinstance(a, IsZero)}
+    return [a.args[0] for a in sorted(found, key=lambda a: a.key)]
+
+
+def plain(d: Dim) -> Dim:
+    """d where no zero case holds (every ``iszero(m)`` factor of a term taken as 0, m != 0): the
+    value for every binding that makes none of :func:`zero_cases` zero -- what a table shows,
+    with the zero cases said beside it."""
+    for m in zero_cases(d):
+        if isinstance(d, Expr):
+            d = replace_atom(d, as_single_atom(iszero(m)), 0)
+    return d
 
 
 # Every kind, for the printer and the parser (which read their syntax).
