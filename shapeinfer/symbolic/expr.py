@@ -686,16 +686,56 @@ def _num(x: Number) -> Number:
 
 
 def evaluate(d: Dim, binding: Mapping[str, int]) -> Number:
-    """The value of d when each symbol takes the value binding[name] (exact; int when integral)."""
+    """The value of d when each symbol takes the value binding[name] (exact; int when integral).
+
+    An atom with no value there (a broadcast that fails, a division by 0) leaves d without one
+    -- unless d does not depend on it at that binding: in ``R1 + iszero(a)*(R0 - R1)``, the
+    exact form of a zero case, R0 need not have a value where a != 0 (its factor is 0) nor R1
+    where a == 0 (it cancels). Such an atom is then read as an opaque unknown, and d has a
+    value when the unknowns drop out."""
     if isinstance(d, (int, Fraction)):
         return d
     total: Number = 0
-    for mono, coef in d.terms:
-        v: Number = coef
-        for atom, e in mono:
-            v = v * atom.value(binding) ** e
-        total += v
+    try:
+        for mono, coef in d.terms:
+            v: Number = coef
+            for atom, e in mono:
+                v = v * atom.value(binding) ** e
+            total += v
+    except EvaluationError:
+        return _evaluate_around(d, binding)
     return _num(total) if isinstance(total, Fraction) else total
+
+
+# The opaque unknowns standing for atoms that have no value (never a symbol of a model: a model's
+# names hold no NUL character).
+_NO_VALUE = "\x00no value "
+
+
+def _evaluate_around(d: Expr, binding: Mapping[str, int]) -> Number:
+    """evaluate() where some atom of d has no value: each such atom an opaque unknown."""
+    unknowns: dict = {}
+    first_error = None
+    total: Dim = 0
+    for mono, coef in d.terms:
+        term: Dim = _from_dict({(): coef})
+        for atom, e in mono:
+            try:
+                v = atom.value(binding)
+            except EvaluationError as err:
+                first_error = first_error or err
+                if atom not in unknowns:
+                    unknowns[atom] = sym(f"{_NO_VALUE}{len(unknowns)}")
+                v = unknowns[atom]
+            for _ in range(e):
+                term = mul(term, v)
+            if term == 0:
+                break
+        total = add(total, term)
+    c = constant_value(total)
+    if c is None:
+        raise first_error
+    return _num(c) if isinstance(c, Fraction) else c
 
 
 def substitute(d: Dim, mapping: Mapping) -> Dim:
@@ -706,13 +746,24 @@ def substitute(d: Dim, mapping: Mapping) -> Dim:
     if all(isinstance(k, str) for k in mapping) and not (free_symbols(d) & mapping.keys()):
         return d
     total: Dim = 0
+    unknowns: dict = {}
+    first_error = None
     for mono, coef in d.terms:
         term: Dim = _from_dict({(): coef})
         for atom, e in mono:
-            v = mapping[atom] if atom in mapping else atom._substituted(mapping)
+            try:
+                v = mapping[atom] if atom in mapping else atom._substituted(mapping)
+            except (BroadcastError, ZeroDivisionError) as err:
+                # no value with the mapping: fine if d does not depend on it (see evaluate)
+                first_error = first_error or err
+                if atom not in unknowns:
+                    unknowns[atom] = sym(f"{_NO_VALUE}{len(unknowns)}")
+                v = unknowns[atom]
             for _ in range(e):
                 term = mul(term, v)
         total = add(total, term)
+    if unknowns and any(name.startswith(_NO_VALUE) for name in free_symbols(total)):
+        raise first_error
     return total
 
 
@@ -868,6 +919,15 @@ def sym(name: str, lo: int = 0) -> Expr:
     return atom_dim(Sym(name, lo))
 
 
+def _divisor_bounds(atom, top) -> tuple:
+    """The bounds of a division's operands where it has a value: a divisor that is never
+    negative is then at least 1 (the atom has no value where it is 0)."""
+    pa, pb = bounds(atom.args[0], top), bounds(atom.args[1], top)
+    if pb[0] == 0 and pb[1] >= 1:
+        pb = (1, pb[1])
+    return pa, pb
+
+
 class Div(Atom):
     """``a/b``, an exact division that is not a polynomial (an element count over another, for
     Reshape's -1): an integer in every valid run, though not for every binding."""
@@ -881,7 +941,7 @@ class Div(Atom):
         return truediv(*args)
 
     def interval(self, top) -> tuple:
-        pa, pb = bounds(self.args[0], top), bounds(self.args[1], top)
+        pa, pb = _divisor_bounds(self, top)
         if pb[0] <= 0 or pb[0] > pb[1]:  # (an empty range: a divisor no valid run has)
             return (-inf, inf)
         lo, hi = _quot_interval(pa, pb)
@@ -913,7 +973,52 @@ def truediv(a: Dim, b: Dim) -> Dim:
     q = _poly_divide(a, b)
     if q is not None:
         return q
+    q = _divide_zero_case(a, b)
+    if q is not None:
+        return q
+    g = _common_monomial(a, b)
+    if g:
+        # A factor of every term on both sides cancels: where it is 0 the divisor is too, and
+        # the division has no value there anyway.
+        return truediv(_divide_terms(a, g), _divide_terms(b, g))
     return atom_dim(Div((a, b)))
+
+
+def _divide_zero_case(a: Dim, b: Expr) -> Optional[Dim]:
+    """a / b for a divisor ``m + iszero(m)*z`` (a dim that copies z where m is 0) and m dividing
+    a: ``(a/m)*(1 - iszero(m))`` -- a/m where m != 0, and where m == 0 a is 0 too (a multiple
+    of m), so the quotient is 0 (z != 0 there, or the division has no value)."""
+    for mono, _ in b.terms:
+        for atom, _ in mono:
+            if not isinstance(atom, IsZero):
+                continue
+            m = _replace_atom(b, atom, 0)
+            if isinstance(m, int) or as_single_atom(iszero(m)) != atom:
+                continue
+            q = _poly_divide(a, m) if a != m else 1
+            if q is not None:
+                return mul(q, sub(1, atom_dim(atom)))
+    return None
+
+
+def _common_monomial(a: Dim, b: Dim) -> tuple:
+    """The greatest monomial dividing every term of a and of b (``()`` when there is none)."""
+    if not isinstance(a, Expr) or not isinstance(b, Expr):
+        return ()
+    exps: Optional[dict] = None
+    for mono, _ in a.terms + b.terms:
+        if exps is None:
+            exps = dict(mono)
+        else:
+            here = dict(mono)
+            exps = {x: min(e, here[x]) for x, e in exps.items() if x in here}
+        if not exps:
+            return ()
+    return tuple(sorted(exps.items(), key=lambda ae: ae[0].key))
+
+
+def _divide_terms(d: Expr, g: tuple) -> Dim:
+    return _from_dict({_mono_div(m, g): c for m, c in d.terms})
 
 
 class FloorDiv(Atom):
@@ -928,7 +1033,7 @@ class FloorDiv(Atom):
         return floordiv(*args)
 
     def interval(self, top) -> tuple:
-        pa, pb = bounds(self.args[0], top), bounds(self.args[1], top)
+        pa, pb = _divisor_bounds(self, top)
         if pb[0] <= 0 or pb[0] > pb[1]:  # (an empty range: a divisor no valid run has)
             return (-inf, inf)
         lo, hi = _quot_interval(pa, pb)
@@ -1021,7 +1126,7 @@ class Mod(Atom):
         return mod(*args)
 
     def interval(self, top) -> tuple:
-        pa, pb = bounds(self.args[0], top), bounds(self.args[1], top)
+        pa, pb = _divisor_bounds(self, top)
         if pb[0] <= 0 or pb[0] > pb[1]:  # (an empty range: a divisor no valid run has)
             return (-inf, inf)
         hi = pb[1] - 1
@@ -1202,7 +1307,32 @@ def bcast(*dims: Dim) -> Dim:
     if not_one:
         # Every valid run has all the others equal to it or 1; the canonical first one serves.
         return not_one[0]
-    return atom_dim(Bcast(tuple(ordered)))
+    kept = [y for y in ordered if not any(x is not y and broadcast_implied(x, y) for x in ordered)]
+    if len(kept) == 1:
+        return kept[0]
+    return atom_dim(Bcast(tuple(kept)))
+
+
+def broadcast_implied(x: Dim, y: Dim) -> bool:
+    """True when ``bcast(x, y)`` is x in every run that has both dims, though y may differ:
+
+    - y equals x except where x is 0 (``y = x + iszero(x)*z``, a Reshape entry that copied
+      another dim in x's zero case): there x = 0, and a broadcast of 0 with y gives 0 or fails;
+    - y is ``max(0, x)``: x is a tensor's dim, never negative where it exists.
+
+    The broadcast can still fail (0 against z): inference says so as a condition."""
+    if not isinstance(x, Expr) or not isinstance(y, Expr) or x == y:
+        return False
+    y_atom = as_single_atom(y)
+    if isinstance(y_atom, Max) and len(y_atom.args) == 2 and 0 in y_atom.args and x in y_atom.args:
+        return True
+    ind = as_single_atom(iszero(x))
+    if ind is None:
+        return False
+    try:
+        return replace_atom(sub(y, x), ind, 0) == 0
+    except ExpressionTooLarge:
+        return False
 
 
 class IsZero(Atom):

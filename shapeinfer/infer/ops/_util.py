@@ -7,7 +7,8 @@ from typing import Optional
 import numpy as np
 
 from ...semantics import INT_RANGES, wrap_int
-from ...symbolic import BroadcastError, Dim, Expr, at_zero, bcast, fits, mul, provably_nonneg, provably_not_one, zero_factors
+from ...symbolic import (BroadcastError, Dim, Expr, at_zero, bcast, broadcast_implied, fits, mul, provably_nonneg, provably_not_one,
+                         to_str, zero_factors)
 from ..facts import UNKNOWN, Fact, as_dim, obj_array, shape_str
 
 
@@ -53,7 +54,11 @@ def broadcast_dims(ctx, a: Optional[Dim], b: Optional[Dim], shapes) -> Optional[
         # The unknown side must be 1 or equal to the known side, unless the known side is 1.
         return known if provably_not_one(known) else None
     try:
-        return bcast(a, b)
+        out = bcast(a, b)
+        if out != a and broadcast_implied(out, a) or out != b and broadcast_implied(out, b):
+            ctx.condition(f"valid only when {to_str(a)} and {to_str(b)} broadcast (shapes "
+                          f"{', '.join(shape_str(s) for s in shapes)})", "broadcast", a, b)
+        return out
     except BroadcastError:
         raise ctx.error(
             f"shapes {', '.join(shape_str(s) for s in shapes)} cannot broadcast: dims {a} and {b} "
@@ -131,7 +136,7 @@ def _zero_at(d, atom) -> bool:
     ``bcast(seq, seq+96*iszero(seq))`` at seq = 0): no run has that tensor."""
     try:
         return at_zero(d, atom) == 0
-    except BroadcastError:
+    except (BroadcastError, ZeroDivisionError):
         return True
 
 
