@@ -14,8 +14,7 @@ from __future__ import annotations
 import itertools
 from typing import Optional
 
-from ...symbolic import (Bcast, BroadcastError, Dim, Div, Expr, ExpressionTooLarge, FloorDiv, Mod, add, at_zero, atom_dim, atoms,
-                         common_denominator, constant_value, iszero, mul, provably_nonneg, provably_positive, sub, to_str,
+from ...symbolic import (BroadcastError, Dim, Expr, ExpressionTooLarge, add, at_zero, atom_dim, common_denominator, constant_value, iszero, mul, provably_nonneg, provably_positive, sub, to_str,
                          truediv, zero_factors)
 from ..facts import Fact
 from ..registry import rule
@@ -75,7 +74,13 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
             out[i] = spec[i]  # e == 0 would copy the input dim, but then no run succeeds
     pending = [i for i in pending if out[i] is None]
     if pending:
-        out = _split_zero_cases(spec, in_shape, out, pending, infer_at)
+        split = _split_zero_cases(spec, in_shape, out, pending, infer_at)
+        direct = _copy_when_zero(spec, in_shape, out, pending)
+        if infer_at is not None:
+            direct[infer_at] = _solve(in_shape, direct, infer_at)
+        # both are exact: the smaller of the two, dim by dim (the split's -1 is plain where
+        # its cases simplify, the direct one a single division where they do not)
+        out = [_smaller(a, b) for a, b in zip(split, direct)]
     total_in = prod(in_shape) if in_shape is not None else None
     if infer_at is not None and out[infer_at] is not None:  # solved case by case
         if total_in is not None and not _integral(out[infer_at]):
@@ -160,8 +165,8 @@ def _split_zero_cases(spec, in_shape, out, pending, infer_at) -> list:
         for zeros in itertools.product((False, True), repeat=len(order)):
             try:
                 dims = _zero_case(spec, in_shape, out, split, [a for a, z in zip(order, zeros) if z], infer_at)
-            except BroadcastError:
-                dims = None
+            except (BroadcastError, ZeroDivisionError):
+                dims = None  # an input dim has no value in this case: no run reaches the node
             if dims is None:
                 continue  # no run succeeds in this case
             weight: Dim = 1
@@ -174,13 +179,11 @@ def _split_zero_cases(spec, in_shape, out, pending, infer_at) -> list:
         (_, first), rest = cases[0], cases[1:]
         changed = list(split) + ([infer_at] if infer_at is not None else [])
         combined = list(out)
-        given = _atoms_of(list(in_shape) + [e for e in spec if e is not None])
         for j in changed:
             if first[j] is None or any(dims[j] is None for _, dims in rest):
                 continue
-            if not all(_evaluable_everywhere(first[j], given) and _evaluable_everywhere(dims[j], given)
-                       for _, dims in rest):
-                continue  # some case's value has no value in another case: the sum would not evaluate
+            # (a case's value that has none in another case -- X/(X%2) where X%2 == 0 -- is
+            # fine: its factor is 0 there, and evaluation reads around it)
             d = first[j]
             for weight, dims in rest:
                 d = add(d, mul(weight, sub(dims[j], first[j])))
@@ -190,33 +193,44 @@ def _split_zero_cases(spec, in_shape, out, pending, infer_at) -> list:
         return out
 
 
-def _atoms_of(dims) -> set:
-    out: set = set()
-    for d in dims:
-        if isinstance(d, Expr):
-            out.update(atoms(d))
-    return out
+def _solve(in_shape, out, infer_at):
+    """The -1 as the input's element count over the other dims (None where one is unknown, the
+    product is 0 or past the budget)."""
+    others = [d for j, d in enumerate(out) if j != infer_at]
+    if any(d is None for d in others):
+        return None
+    try:
+        denom = prod(others)
+        return None if constant_value(denom) is not None else truediv(prod(in_shape), denom)
+    except (ExpressionTooLarge, ZeroDivisionError):
+        return None
 
 
-def _evaluable_everywhere(d, given: set) -> bool:
-    """d has a value at every binding of a run that reaches the node: each of its atoms is one
-    the node's inputs hold (their dims and the shape's entries exist in such a run) or never
-    fails (a division by a divisor that cannot be 0; no new broadcast). A combined dim
-    ``R1 + iszero(a)*(R0 - R1)`` evaluates every case's value, also where another case holds
-    (``X/(X%2)`` at ``X%2 == 0``), so each must have a value everywhere."""
-    if not isinstance(d, Expr):
-        return True
-    for atom in atoms(d):
-        if atom in given:
+def _smaller(a, b):
+    if a is None or b is None:
+        return b if a is None else a
+    size = lambda d: d.size if isinstance(d, Expr) else 1  # noqa: E731
+    return b if size(b) < size(a) else a
+
+
+def _copy_when_zero(spec, in_shape, out, pending) -> list:
+    """out with each pending entry the case split left unknown written ``e + iszero(e)*(d - e)``:
+    e where it is not 0, the input dim d where it is (e provably >= 0, so never the -1 that
+    means "infer"). Each entry copies its own input dim, so the dims need no cases between
+    them: a node with any number of such entries stays exact, and the -1 (solved after) is the
+    element count over their product -- an exact division wherever the run succeeds."""
+    out = list(out)
+    for i in pending:
+        if out[i] is not None or not provably_nonneg(spec[i]):
             continue
-        if isinstance(atom, Bcast):
-            return False
-        if isinstance(atom, (Div, FloorDiv, Mod)):
-            divisor = atom.args[1]
-            c = constant_value(divisor)
-            if not (c != 0 if c is not None else provably_positive(divisor)):
-                return False
-    return True
+        d = in_shape[i]
+        if d is None:
+            continue
+        try:
+            out[i] = add(spec[i], mul(iszero(spec[i]), sub(d, spec[i])))
+        except ExpressionTooLarge:
+            continue
+    return out
 
 
 def _zero_case(spec, in_shape, out, split, zeros, infer_at) -> Optional[list]:
@@ -278,7 +292,7 @@ def _zero_case_fails(spec, in_shape, i) -> bool:
         try:
             ins = [zero(d) for d in in_shape]
             zeroed = [zero(entry) for entry in spec]
-        except BroadcastError:
+        except (BroadcastError, ZeroDivisionError):
             continue  # a dim that has no value with the atom at 0 (a failed broadcast): no run
         outs = []
         for j, v in enumerate(zeroed):
