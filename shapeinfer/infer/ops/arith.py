@@ -4,6 +4,12 @@ Add/Sub/Mul, Div (integer division truncates toward zero, so it is a floor divis
 both sides are provably non-negative), Mod (``fmod=0`` takes the divisor's sign, as ``//`` does),
 Neg, Abs, Min/Max, comparisons, Not/And/Or/Xor and Where -- enough for the
 ``Where(Equal(shape, -1), ones, shape)`` idiom. Other broadcasting ops get the shape only.
+
+A bool element that depends on the symbols is its indicator, a 0/1 dim: ``Equal(a, b)`` is
+``iszero(a-b)``, ``Not(c)`` is ``1-c``, ``And`` a product, and ``Where(c, x, y)`` is
+``c*x + (1-c)*y`` -- so the group count ``Where(Equal(Mod(h, kv), 0), h/kv, 1)`` of an
+attention function stays an exact dim. (A Cast of such an element to an integer type is the
+same dim; True and False stay Python bools.)
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from ...symbolic import (
     ExpressionTooLarge,
     add,
     bounds,
+    iszero,
     dmax,
     dmin,
     floordiv,
@@ -78,17 +85,54 @@ def _fmod(a, b):
     return UNKNOWN
 
 
+def _indicator(e):
+    """A bool element as a 0/1 dim (True 1, False 0, a symbolic one itself), else None."""
+    if isinstance(e, bool):
+        return int(e)
+    if isinstance(e, Expr):
+        return e
+    return None
+
+
+def _as_bool(d):
+    """A 0/1 dim as a bool element: a constant gives True/False, a symbolic one stays."""
+    if isinstance(d, int):
+        return bool(d)
+    return d
+
+
+def _logic_dims(fn):
+    """Lift a function of 0/1 dims to bool elements (UNKNOWN where either is unknown)."""
+    def lifted(a, b):
+        x, y = _indicator(a), _indicator(b)
+        if x is None or y is None:
+            return UNKNOWN
+        try:
+            return _as_bool(fn(x, y))
+        except ExpressionTooLarge:
+            return UNKNOWN
+
+    return lifted
+
+
 def _compare(kind):
     def cmp(a, b):
         if isinstance(a, bool) and isinstance(b, bool) and kind == "eq":
             return a == b
+        if kind == "eq" and (isinstance(a, bool) or isinstance(b, bool)):
+            return _logic_dims(lambda x, y: iszero(sub(x, y)))(a, b)  # a bool tensor's indicators
         if not (isinstance(a, _DIM) and isinstance(b, _DIM)) or isinstance(a, bool) or isinstance(b, bool):
             return UNKNOWN
         if kind == "eq" and a == b:
             return True
         lo, hi = bounds(sub(b, a))  # b - a
         if kind == "eq":
-            return False if (lo > 0 or hi < 0) else UNKNOWN
+            if lo > 0 or hi < 0:
+                return False
+            try:
+                return _as_bool(iszero(sub(a, b)))
+            except ExpressionTooLarge:
+                return UNKNOWN
         if kind == "lt":  # a < b
             return True if lo > 0 else (False if hi <= 0 else UNKNOWN)
         if kind == "le":
@@ -100,7 +144,7 @@ def _compare(kind):
     return cmp
 
 
-def _logic(fn):
+def _logic(fn, on_dims):
     def lifted(a, b):
         if isinstance(a, bool) and isinstance(b, bool):
             return fn(a, b)
@@ -109,7 +153,7 @@ def _logic(fn):
             return False
         if fn is _or and (a is True or b is True):
             return True
-        return UNKNOWN
+        return _logic_dims(on_dims)(a, b)
 
     return lifted
 
@@ -132,9 +176,9 @@ _BINARY = {
     "LessOrEqual": _compare("le"),
     "Greater": _compare("gt"),
     "GreaterOrEqual": _compare("ge"),
-    "And": _logic(_and),
-    "Or": _logic(_or),
-    "Xor": _logic(lambda a, b: a != b),
+    "And": _logic(_and, mul),
+    "Or": _logic(_or, lambda x, y: sub(add(x, y), mul(x, y))),
+    "Xor": _logic(lambda a, b: a != b, lambda x, y: sub(add(x, y), mul(2, mul(x, y)))),
 }
 _BOOL_OUT = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"}
 
@@ -274,7 +318,9 @@ def where(ctx):
                     return a
                 if c is False:
                     return b
-                return a if (a is not UNKNOWN and a is b or (isinstance(a, (int, Expr)) and a == b)) else UNKNOWN
+                if a is not UNKNOWN and a is b or (isinstance(a, (int, Expr)) and a == b):
+                    return a
+                return _select(c, a, b)
 
             value = value_or_none(np.asarray(_apply(pick, cond.value, x.value, y.value), dtype=object))
         elif x.value.dtype != object and y.value.dtype != object:
@@ -287,6 +333,22 @@ def where(ctx):
     return [Fact(dtype=x.dtype or y.dtype, shape=shape, value=value)]
 
 
+def _select(c, a, b):
+    """``Where`` of a symbolic condition c (a 0/1 dim): ``c*a + (1-c)*b`` -- of dims, or of bool
+    elements as their indicators."""
+    if not isinstance(c, Expr):
+        return UNKNOWN
+    bools = isinstance(a, bool) or isinstance(b, bool)
+    x, y = (_indicator(a), _indicator(b)) if bools else (a, b)
+    if not isinstance(x, (int, Expr)) or not isinstance(y, (int, Expr)):
+        return UNKNOWN
+    try:
+        d = add(mul(c, x), mul(sub(1, c), y))
+    except ExpressionTooLarge:
+        return UNKNOWN
+    return _as_bool(d) if bools else d
+
+
 def _unary_value(fn):
     def lifted(a):
         if isinstance(a, (int, Expr)) and not isinstance(a, bool):
@@ -294,6 +356,14 @@ def _unary_value(fn):
         return UNKNOWN
 
     return lifted
+
+
+def _not(e):
+    if isinstance(e, bool):
+        return not e
+    if isinstance(e, Expr):
+        return _as_bool(sub(1, e))  # an indicator
+    return UNKNOWN
 
 
 def _abs(a):
@@ -313,7 +383,7 @@ def unary(ctx):
     if data.value is not None:
         if data.value.dtype == object:
             if ctx.op_type == "Not":
-                fn = lambda e: (not e) if isinstance(e, bool) else UNKNOWN  # noqa: E731
+                fn = _not
             else:
                 fn = _unary_value(neg if ctx.op_type == "Neg" else _abs)
             value = value_or_none(np.asarray(_apply(fn, data.value), dtype=object).reshape(data.value.shape))

@@ -17,12 +17,14 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from ...symbolic import (
+    ExpressionTooLarge,
     add,
     bounds,
     dmax,
     dmin,
     fits,
     floordiv,
+    iszero,
     mul,
     neg,
     provably_positive,
@@ -387,7 +389,10 @@ def _nonzero(e):
         return e != 0
     if provably_positive(e) or provably_positive(neg(e)):
         return True
-    return UNKNOWN
+    try:
+        return sub(1, iszero(e))  # the indicator of e != 0
+    except ExpressionTooLarge:
+        return UNKNOWN
 
 
 @rule("Cast", since=1)
