@@ -128,12 +128,36 @@ def _scan_states(ctx, body, states, slices, first, seq_len, mark) -> list:
     becomes fresh."""
     from ...symbolic import provably_positive
 
-    if _same_shapes(states, first) or seq_len is None or not provably_positive(seq_len):
+    if _same_shapes(states, first) or seq_len is None:
         return [_fixpoint(ctx, b, a, mark) for b, a in zip(states, first)]
     n = len(states)
     after = [Fact(dtype=f.dtype, shape=f.shape) if f is not None else None for f in first]
     second = ctx.engine.run_subgraph(body, ctx.scope, ctx.opsets, after + slices, ctx.attr_scope, ctx.node)[:n]
-    return [_fixpoint(ctx, a, b, mark) for a, b in zip(after, second)]
+    final = [_fixpoint(ctx, a, b, mark) for a, b in zip(after, second)]
+    if provably_positive(seq_len):
+        return final
+    # An empty sequence leaves the states as they came in: each dim is the one after the
+    # iterations where the sequence has any, the input's where it is empty.
+    return [_or_when_empty(ctx, seq_len, before, f, mark) for before, f in zip(states, final)]
+
+
+def _or_when_empty(ctx, trips, before: Fact, after: Fact, mark: int) -> Fact:
+    """The state ``after + iszero(trips)*(before - after)`` dim by dim (a dim the iterations
+    do not fix, or past the budget: fresh)."""
+    from ...symbolic import ExpressionTooLarge, add, iszero, mul, sub
+
+    if before is None or before.shape is None or after.shape is None or len(before.shape) != len(after.shape):
+        return _fixpoint(ctx, before, after, mark)
+    dims = []
+    for b, a in zip(before.shape, after.shape):
+        if a == b or _minted_since(ctx.engine, mark, a):
+            dims.append(b if a == b else ctx.fresh("loop"))
+            continue
+        try:
+            dims.append(add(a, mul(iszero(trips), sub(b, a))))
+        except ExpressionTooLarge:
+            dims.append(ctx.fresh("loop"))
+    return Fact(dtype=before.dtype or after.dtype, shape=tuple(dims))
 
 
 @rule("Scan", since=9)
