@@ -8,7 +8,7 @@ the body provably runs and its second iteration keeps what the first made.
 
 from __future__ import annotations
 
-from ...symbolic import free_symbols
+from ...symbolic import Expr, free_symbols
 from ..facts import Fact
 from ..registry import rule
 
@@ -78,16 +78,24 @@ def loop(ctx):
     outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + carried, ctx.attr_scope, ctx.node)
     first = outs[1:1 + n_carried]
     m = ctx.input(0) if ctx.has_input(0) else None
-    if not _same_shapes(carried, first) and _runs_at_least_once(ctx, m):
+    never = _runs_never(ctx, m)
+    if not _same_shapes(carried, first) and never is not None and never != 1:
         # as for Scan: a state the first iteration reshapes (a broadcast that grows it) is
-        # final after it when the next iteration leaves it as it is
+        # final after it when the next iteration leaves it as it is -- and where the body may
+        # not run at all, the initial state there
         after = [Fact(dtype=f.dtype, shape=f.shape) if f is not None else None for f in first]
         again = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + after, ctx.attr_scope, ctx.node)
         results = [_fixpoint(ctx, a, b, mark) for a, b in zip(after, again[1:1 + n_carried])]
+        if never != 0:
+            results = [_or_when_empty(ctx, never, before, f, mark, indicator=True)
+                       for before, f in zip(carried, results)]
         per_iter = [x if x.shape == y.shape else Fact(dtype=x.dtype, shape=None if x.shape is None else
                     tuple(d if d == e else ctx.fresh("loop") for d, e in zip(x.shape, y.shape)))
                     for x, y in zip(outs[1 + n_carried:], again[1 + n_carried:])]
         outs = outs[:1 + n_carried] + per_iter
+    elif never == 1:  # the body never runs: the states come out as they went in
+        results = [Fact(dtype=b.dtype, shape=b.shape, value=b.value, type_proto=b.type_proto) if b is not None
+                   else Fact(dtype=a.dtype if a is not None else 0) for b, a in zip(carried, first)]
     else:
         results = [_fixpoint(ctx, b, a, mark) for b, a in zip(carried, first)]
     trip = None
@@ -101,20 +109,34 @@ def loop(ctx):
     return results
 
 
-def _runs_at_least_once(ctx, m) -> bool:
-    """The Loop's body runs at least once: its trip count is provably >= 1 (or absent) and its
-    first condition is true (or absent)."""
-    from ...symbolic import provably_positive
+def _runs_never(ctx, m):
+    """The indicator of "the Loop's body runs no time" (1 or 0 when decided, a 0/1 dim where it
+    depends on the symbols -- a trip count that may be 0, a first condition computed from
+    dims), or None when it is not known (an unknown trip count or condition; neither given)."""
+    from ...symbolic import ExpressionTooLarge, iszero, mul, sub
 
+    if m is None and not ctx.has_input(1):
+        return None  # runs until the body's condition stops it: not followed
+    no_trips = 0
     if m is not None:
         elems = m.known_elements()
-        if elems is None or len(elems) != 1 or isinstance(elems[0], bool) or not provably_positive(elems[0]):
-            return False
+        if elems is None or len(elems) != 1 or isinstance(elems[0], bool):
+            return None
+        no_trips = iszero(elems[0])
+    stopped = 0
     if ctx.has_input(1):
         cond = ctx.input(1)
-        if cond is None or cond.known_elements() != [True]:
-            return False
-    return m is not None or ctx.has_input(1)
+        elems = cond.known_elements() if cond is not None else None
+        if elems is None or len(elems) != 1:
+            return None
+        c = elems[0]
+        stopped = (0 if c else 1) if isinstance(c, bool) else (sub(1, c) if isinstance(c, Expr) else None)
+        if stopped is None:
+            return None
+    try:
+        return sub(1, mul(sub(1, no_trips), sub(1, stopped)))
+    except ExpressionTooLarge:
+        return None
 
 
 def _same_shapes(a: list, b: list) -> bool:
@@ -141,9 +163,10 @@ def _scan_states(ctx, body, states, slices, first, seq_len, mark) -> list:
     return [_or_when_empty(ctx, seq_len, before, f, mark) for before, f in zip(states, final)]
 
 
-def _or_when_empty(ctx, trips, before: Fact, after: Fact, mark: int) -> Fact:
+def _or_when_empty(ctx, trips, before: Fact, after: Fact, mark: int, indicator: bool = False) -> Fact:
     """The state ``after + iszero(trips)*(before - after)`` dim by dim (a dim the iterations
-    do not fix, or past the budget: fresh)."""
+    do not fix, or past the budget: fresh). ``indicator``: trips is already the 0/1 dim of
+    "no iteration"."""
     from ...symbolic import ExpressionTooLarge, add, iszero, mul, sub
 
     if before is None or before.shape is None or after.shape is None or len(before.shape) != len(after.shape):
@@ -154,7 +177,7 @@ def _or_when_empty(ctx, trips, before: Fact, after: Fact, mark: int) -> Fact:
             dims.append(b if a == b else ctx.fresh("loop"))
             continue
         try:
-            dims.append(add(a, mul(iszero(trips), sub(b, a))))
+            dims.append(add(a, mul(trips if indicator else iszero(trips), sub(b, a))))
         except ExpressionTooLarge:
             dims.append(ctx.fresh("loop"))
     return Fact(dtype=before.dtype or after.dtype, shape=tuple(dims))
