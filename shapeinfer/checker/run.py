@@ -53,7 +53,7 @@ from ..symbolic import Bcast, Sym, atoms
 from ..symbolic.search import binding_str, counterexample, holds
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
 from .render import render_json, render_junit, render_text
-from .shapes import declared_shapes, per_node
+from .shapes import broadcast_condition, declared_shapes, per_node
 from .tolerances import graphs_of, tolerated
 
 __all__ = ["CheckReport", "Finding", "check", "check_many", "exit_code", "render_json", "render_junit", "render_text"]
@@ -112,7 +112,12 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
                    for y in (a, b) for x in atoms(y)):
                 continue
             example = counterexample((a, b), holds(kind, a, b), nonempty)
-            if example is not None:
+            if example is None:
+                continue
+            if kind == "broadcast":  # a broadcast the algebra resolved to one side
+                report.add(WARNING, "forced-broadcast", f"broadcasting holds only when {broadcast_condition((a, b))}; "
+                           f"it fails for {binding_str(example)}", d.node_name, d.op_type)
+            else:
                 report.add(WARNING, "conditional-shape", f"{d.message}; it fails for {binding_str(example)}",
                            d.node_name, d.op_type)
         else:

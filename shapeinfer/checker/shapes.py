@@ -104,14 +104,14 @@ def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
         for atom in new_bcast:
             if counterexample(atom.args, broadcasts(atom.args), nonempty) is None:
                 continue
-            report.add(WARNING, "forced-broadcast", f"broadcasting holds only when {_equal_condition(atom.args)} "
+            report.add(WARNING, "forced-broadcast", f"broadcasting holds only when {broadcast_condition(atom.args)} "
                        f"(inferred as bcast({', '.join(to_str(a) for a in atom.args)}))", node_label(n), n.op_type)
         if new_unknown:
             report.add(WARNING, "unknown-dims", f"output dims no rule could express: {', '.join(new_unknown)}",
                        node_label(n), n.op_type)
 
 
-def _equal_condition(args) -> str:
+def broadcast_condition(args) -> str:
     """The condition under which dims broadcast together, said simply where it is simple."""
     if len(args) == 2:
         for a, b in (args, args[::-1]):

@@ -1318,7 +1318,9 @@ def broadcast_implied(x: Dim, y: Dim) -> bool:
 
     - y equals x except where x is 0 (``y = x + iszero(x)*z``, a Reshape entry that copied
       another dim in x's zero case): there x = 0, and a broadcast of 0 with y gives 0 or fails;
-    - y is ``max(0, x)``: x is a tensor's dim, never negative where it exists.
+    - y is ``max(0, x)``: x is a tensor's dim, never negative where it exists;
+    - y is ``min(c, x)`` with c >= 1 (a position table of c rows sliced to x): x where x <= c,
+      and where x > c the broadcast gives x (c is 1) or fails.
 
     The broadcast can still fail (0 against z): inference says so as a condition."""
     if not isinstance(x, Expr) or not isinstance(y, Expr) or x == y:
@@ -1326,6 +1328,11 @@ def broadcast_implied(x: Dim, y: Dim) -> bool:
     y_atom = as_single_atom(y)
     if isinstance(y_atom, Max) and len(y_atom.args) == 2 and 0 in y_atom.args and x in y_atom.args:
         return True
+    if isinstance(y_atom, Min) and len(y_atom.args) == 2 and x in y_atom.args:
+        # min(c, x) with c >= 1: x where x <= c; where x > c >= 1, x >= 2 wins or it fails
+        c = y_atom.args[0] if y_atom.args[1] == x else y_atom.args[1]
+        if provably_positive(c):
+            return True
     ind = as_single_atom(iszero(x))
     if ind is None:
         return False
