@@ -520,3 +520,45 @@ def test_division_forms(a, b, printed):
         if num % den:
             continue
         assert evaluate(q, binding) == num // den, binding
+
+
+VIEWS_MODEL = """
+<ir_version: 9, opset_import: ["" : 18]>
+g (float[B,T,64] x, float[B,HW,C] z, float[N,K,H,W] conv) => (float heads, float grid) {
+    b = Shape<start = 0, end = 1>(x)
+    t = Shape<start = 1, end = 2>(x)
+    minus = Constant<value = int64[1] {-1}>()
+    sixteen = Constant<value = int64[1] {16}>()
+    view = Concat<axis = 0>(b, t, minus, sixteen)
+    heads = Reshape(x, view)
+    zb = Shape<start = 0, end = 1>(z)
+    hw = Shape<start = 2, end = 4>(conv)
+    spatial = Concat<axis = 0>(zb, hw, minus)
+    grid = Reshape(z, spatial)
+}
+"""
+
+
+def test_attention_and_segformer_views():
+    """An attention view [B,T,-1,16] whose B and T come from the data tensor itself is [B,T,4,16]
+    (with B*T = 0 the -1 has no value and the run fails); SegFormer's [B,h*w,C] -> [B,h,w,-1]
+    with h, w from a conv is exact where w = 0 copies C -- both checked in onnxruntime at
+    bindings with zeros."""
+    model = onnx.parser.parse_model(VIEWS_MODEL)
+    result = shapeinfer.infer(model)
+    assert result.shape_strs("heads") == ["B", "T", "4", "16"]
+    grid = result.fact("grid").shape
+    sess = _session(model)
+    ran = 0
+    for b, t, h, w, c in itertools.product((0, 1, 2), (0, 3), (0, 1, 3), (0, 2), (1, 4)):
+        feeds = {"x": np.zeros((b, t, 64), np.float32), "z": np.zeros((b, h * w, c), np.float32),
+                 "conv": np.zeros((1, 2, h, w), np.float32)}
+        binding = {"B": b, "T": t, "HW": h * w, "C": c, "N": 1, "K": 2, "H": h, "W": w}
+        try:
+            real_heads, real_grid = sess.run(None, feeds)
+        except Exception:
+            continue
+        ran += 1
+        assert tuple(evaluate(d, binding) for d in result.fact("heads").shape) == real_heads.shape
+        assert tuple(evaluate(d, binding) for d in grid) == real_grid.shape, (binding, [to_str(d) for d in grid])
+    assert ran >= 10
