@@ -562,3 +562,51 @@ def test_attention_and_segformer_views():
         assert tuple(evaluate(d, binding) for d in result.fact("heads").shape) == real_heads.shape
         assert tuple(evaluate(d, binding) for d in grid) == real_grid.shape, (binding, [to_str(d) for d in grid])
     assert ran >= 10
+
+
+COMPARE_MODEL = """
+<ir_version: 9, opset_import: ["" : 18]>
+g (float[A] x, float[B] y) => (int64 lt, int64 le, int64 gt, int64 ge, int64 eq, float e) {
+    a = Shape(x)
+    b = Shape(y)
+    l = Less(a, b)
+    lt = Cast<to = 7>(l)
+    le_b = LessOrEqual(a, b)
+    le = Cast<to = 7>(le_b)
+    gt_b = Greater(a, b)
+    gt = Cast<to = 7>(gt_b)
+    ge_b = GreaterOrEqual(a, b)
+    ge = Cast<to = 7>(ge_b)
+    eq_b = Equal(a, b)
+    ne_b = Not(eq_b)
+    both = Or(ne_b, l)
+    eq = Cast<to = 7>(both)
+    t = Where(l, b, a)
+    e = Expand(x, t)
+}
+"""
+
+
+def test_comparisons_of_dims_are_indicators():
+    """Less/LessOrEqual/Greater/GreaterOrEqual of dims that bounds cannot decide are
+    ``min(1, max(0, difference))`` indicators; with Equal/Not/Or/Where/Cast they stay exact --
+    every value and shape checked in onnxruntime at A, B in 0..4."""
+    model = onnx.parser.parse_model(COMPARE_MODEL)
+    result = shapeinfer.infer(model)
+    outs = ["lt", "le", "gt", "ge", "eq"]
+    values = {o: result.fact(o).value.tolist()[0] for o in outs}
+    assert all(isinstance(v, type(S)) for v in values.values()), values
+    assert to_str(values["lt"]) == "min(1,max(0,-A+B))"
+    sess = _session(model)
+    ran = 0
+    for a, b in itertools.product(range(5), repeat=2):
+        try:
+            real = sess.run(None, {"x": np.zeros(a, np.float32), "y": np.zeros(b, np.float32)})
+        except Exception:
+            continue  # the Expand of [a] to [max(a, b)] fails unless a is 1 or equal
+        ran += 1
+        binding = {"A": a, "B": b}
+        for o, arr in zip(outs, real):
+            assert evaluate(values[o], binding) == int(arr[0]), (o, binding)
+        assert tuple(evaluate(d, binding) for d in result.fact("e").shape) == real[-1].shape, binding
+    assert ran >= 10

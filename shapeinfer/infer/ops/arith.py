@@ -6,7 +6,7 @@ Neg, Abs, Min/Max, comparisons, Not/And/Or/Xor and Where -- enough for the
 ``Where(Equal(shape, -1), ones, shape)`` idiom. Other broadcasting ops get the shape only.
 
 A bool element that depends on the symbols is its indicator, a 0/1 dim: ``Equal(a, b)`` is
-``iszero(a-b)``, ``Not(c)`` is ``1-c``, ``And`` a product, and ``Where(c, x, y)`` is
+``iszero(a-b)``, ``Less(a, b)`` is ``min(1, max(0, b-a))``, ``Not(c)`` is ``1-c``, ``And`` a product, and ``Where(c, x, y)`` is
 ``c*x + (1-c)*y`` -- so the group count ``Where(Equal(Mod(h, kv), 0), h/kv, 1)`` of an
 attention function stays an exact dim. (A Cast of such an element to an integer type is the
 same dim; True and False stay Python bools.)
@@ -134,14 +134,32 @@ def _compare(kind):
             except ExpressionTooLarge:
                 return UNKNOWN
         if kind == "lt":  # a < b
-            return True if lo > 0 else (False if hi <= 0 else UNKNOWN)
-        if kind == "le":
-            return True if lo >= 0 else (False if hi < 0 else UNKNOWN)
-        if kind == "gt":
-            return True if hi < 0 else (False if lo >= 0 else UNKNOWN)
-        return True if hi <= 0 else (False if lo > 0 else UNKNOWN)  # ge
+            decided = True if lo > 0 else (False if hi <= 0 else None)
+            margin = (b, a, 0)
+        elif kind == "le":
+            decided = True if lo >= 0 else (False if hi < 0 else None)
+            margin = (b, a, 1)
+        elif kind == "gt":
+            decided = True if hi < 0 else (False if lo >= 0 else None)
+            margin = (a, b, 0)
+        else:  # ge
+            decided = True if hi <= 0 else (False if lo > 0 else None)
+            margin = (a, b, 1)
+        if decided is not None:
+            return decided
+        return _less_indicator(*margin)
 
     return cmp
+
+
+def _less_indicator(big, small, extra):
+    """The 0/1 indicator of ``small < big + extra`` for integer dims: ``min(1, max(0, big -
+    small + extra))`` (the difference is an integer, so it is >= 1 exactly when the comparison
+    holds)."""
+    try:
+        return _as_bool(dmin(1, dmax(0, add(sub(big, small), extra))))
+    except ExpressionTooLarge:
+        return UNKNOWN
 
 
 def _logic(fn, on_dims):
