@@ -13,9 +13,6 @@ def render_text(reports: list) -> str:
         for f in r.findings:
             sev = ERROR if (r.strict and f.severity == WARNING) else f.severity
             lines.append(f"{r.path}: " + Finding(sev, f.code, f.message, f.node, f.op).line())
-    if any(f.code == "unknown-dims" for r in reports if not r.assume_nonempty for f in r.findings):
-        lines.append("hint: a dim is often unknown only because some tensor might be empty (a Reshape entry that "
-                     "could be 0 copies the input dim); --assume-nonempty takes no tensor to be empty")
     for r in reports:  # the report ends with one summary line per model
         lines.append(r.summary())
     return "\n".join(lines) + "\n"

@@ -768,11 +768,39 @@ def substitute(d: Dim, mapping: Mapping) -> Dim:
 
 
 def at_zero(d: Dim, atom: Atom) -> Dim:
-    """d where the atom is 0: a symbol is set to 0 everywhere (inside other atoms too), any other
-    atom where it stands as a factor of a term."""
+    """d where the atom is 0, everywhere (inside other atoms too) -- and so is what its being 0
+    forces: ``(h+1)//2``
+    is 0 only where h is (h >= 0), so h is set to 0 too."""
     if isinstance(atom, Sym):
         return substitute(d, {atom.name: 0})
-    return replace_atom(d, atom, 0)
+    d = substitute(d, {atom: 0})
+    for forced in _zero_forces(atom):
+        d = at_zero(d, forced)
+    return d
+
+
+def _zero_forces(atom: Atom) -> list:
+    """The atoms that are 0 wherever this one is: for ``(a*u + k)//c`` (c > 0, u an atom >= 0,
+    a >= 1) the atom is 0 only where a*u + k <= c - 1, which leaves u = 0 alone when c-1-k < a."""
+    if not isinstance(atom, FloorDiv):
+        return []
+    x, c = atom.args
+    if not isinstance(c, int) or c <= 0 or not isinstance(x, Expr):
+        return []
+    k, lin = 0, None
+    for mono, coef in x.terms:
+        if not mono:
+            k = coef
+        elif len(mono) == 1 and mono[0][1] == 1 and isinstance(coef, int) and coef >= 1 and lin is None:
+            lin = (mono[0][0], coef)
+        else:
+            return []
+    if lin is None or not isinstance(k, int):
+        return []
+    u, a = lin
+    if bounds(atom_dim(u))[0] >= 0 and 0 <= c - 1 - k < a:
+        return [u]
+    return []
 
 
 def atoms(d: Dim):
@@ -1386,6 +1414,13 @@ class IsZero(Atom):
         if isinstance(s, Sym) and s.lo == 0:
             zero = substitute(d, {s.name: 0})
             nonzero = substitute(d, {s.name: add(atom_dim(s), 1)})
+        elif s is not None and bounds(m)[0] == 0:
+            # another atom (h//4): 0, or 1 + t for a t >= 0 of its own
+            try:
+                zero = substitute(d, {s: 0})
+                nonzero = substitute(d, {s: add(sym(f"{_NO_VALUE}t{s.key!r}"), 1)})
+            except (BroadcastError, ZeroDivisionError):
+                return None
         else:
             zero, nonzero = _replace_atom(d, self, 1), _replace_atom(d, self, 0)
         return _nonneg(zero, depth - 1) and _nonneg(nonzero, depth - 1)
@@ -1404,7 +1439,12 @@ def iszero(d: Dim) -> Dim:
     lo, hi = bounds(d)  # (rounded inward, which keeps 0 out exactly when the exact range does)
     if lo >= 1 or hi <= -1:
         return 0
+    if any(isinstance(a, IsZero) for a in term_atoms(d)) and (provably_positive(d) or provably_positive(neg(d))):
+        return 0  # never 0, by cases (w + 16*iszero(w))
     terms = d.terms
+    dominant = _dominant_atom(d) if len(terms) > 1 else None
+    if dominant is not None:
+        return iszero(atom_dim(dominant))
     if len(terms) == 1:
         mono, _ = terms[0]
         arg = _from_dict({tuple((a, 1) for a, _ in mono): 1})
@@ -1422,6 +1462,29 @@ def iszero(d: Dim) -> Dim:
     if isinstance(inner, IsZero):
         return sub(1, arg)
     return atom_dim(IsZero((arg,)))
+
+
+def _dominant_atom(d: Expr) -> Optional[Atom]:
+    """An atom a such that d == 0 exactly where a == 0: d a sum of terms that are never
+    negative, one of them a positive multiple of a, the others 0 wherever a is (``h + h%2``:
+    h)."""
+    candidates = []
+    for mono, coef in d.terms:
+        if not mono or coef <= 0:
+            return None
+        if len(mono) == 1 and mono[0][1] == 1:
+            candidates.append(mono[0][0])
+    if not candidates:
+        return None
+    try:
+        if not all(bounds(_from_dict({mono: coef}))[0] >= 0 for mono, coef in d.terms):
+            return None
+        for a in candidates:
+            if bounds(atom_dim(a))[0] >= 0 and at_zero(d, a) == 0:
+                return a
+    except (BroadcastError, ZeroDivisionError):
+        return None
+    return None
 
 
 def zero_cases(d: Dim) -> list:

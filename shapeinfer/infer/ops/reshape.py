@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from typing import Optional
 
-from ...symbolic import (BroadcastError, Dim, Expr, ExpressionTooLarge, add, at_zero, atom_dim, common_denominator, constant_value, iszero, mul, provably_nonneg, provably_positive, sub, to_str,
+from ...symbolic import (BroadcastError, Dim, Expr, ExpressionTooLarge, add, as_single_atom, at_zero, atom_dim, common_denominator, constant_value, iszero, mul, provably_nonneg, provably_positive, sub, to_str,
                          truediv, zero_factors)
 from ..facts import Fact
 from ..registry import rule
@@ -227,7 +227,15 @@ def _copy_when_zero(spec, in_shape, out, pending) -> list:
         if d is None:
             continue
         try:
-            out[i] = add(spec[i], mul(iszero(spec[i]), sub(d, spec[i])))
+            ind = iszero(spec[i])
+            rest = sub(d, spec[i])
+            inner = as_single_atom(ind)
+            if inner is not None and as_single_atom(inner.args[0]) is not None:
+                try:  # the copy is read where the entry is 0: its atom at 0 in it too
+                    rest = at_zero(rest, as_single_atom(inner.args[0]))
+                except (BroadcastError, ZeroDivisionError):
+                    pass
+            out[i] = add(spec[i], mul(ind, rest))
         except ExpressionTooLarge:
             continue
     return out
