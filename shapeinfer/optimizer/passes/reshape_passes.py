@@ -141,11 +141,17 @@ class CollapseReshapesPass(RewritePass):
             return Decline(f"kept after {inner.op}: the output shape is not known in input dims")
         spec, why = reshape_spec(a, b)
         if spec is None:
+            if _reads_same_from(ctx, node, src, inner_out):
+                return Match(inner=inner, source=src, spec=None)
             return Decline(f"kept after {inner.op}: {why}")
         return Match(inner=inner, source=src, spec=spec)
 
     def rewrite(self, ctx, node, match) -> str:
         inner, spec = match.inner, match.spec
+        if spec is None:  # the computed shape stays, applied to the first input
+            node.inputs[0] = match.source
+            ctx.touched(node)
+            return f"merged with {inner.name or inner.op} ({inner.op}): its computed shape now reshapes the first input"
         was = node.op
         node.op, node.attrs = "Reshape", {}
         node.inputs.clear()
@@ -157,6 +163,45 @@ class CollapseReshapesPass(RewritePass):
         ctx.touched(node)
         return (f"merged with {inner.name or inner.op} ({inner.op}): "
                 f"{'' if was == 'Reshape' else was + ' became '}Reshape of its input to {list(spec)}")
+
+
+def _reads_same_from(ctx, node, src, mid) -> bool:
+    """Reshape(mid, s) gives what Reshape(src, s) does, for a mid that is a reshape of src read by
+    this node alone, at every size: the elements keep their order and count, so only the
+    entries of s that copy an input dim matter -- an entry that may be 0 (allowzero = 0) must
+    find mid's dim equal to src's there (``batch`` at index 0 of both), wherever it is 0."""
+    if ctx.op(node) != "Reshape" or len(node.inputs) != 2 or len(mid.outputs) != 1 or ctx.opsets.get("", 0) < 5:
+        return False
+    x, m = ctx.shape(src), ctx.shape(mid)
+    fact = ctx.facts.fact(node.inputs[1].name)
+    if x is None or m is None or fact is None or fact.value is None or fact.value.ndim != 1:
+        return False
+    if node.attrs.get("allowzero", 0):
+        return True  # 0 means 0: nothing is copied
+    from ...symbolic import BroadcastError, Expr, as_single_atom, at_zero, iszero, provably_positive, sub, zero_factors
+
+    for i, e in enumerate(fact.value.tolist()):
+        if isinstance(e, int) and not isinstance(e, bool) and e != 0:
+            continue  # a size or the -1
+        if isinstance(e, Expr) and provably_positive(e):
+            continue
+        if i >= len(x) or i >= len(m):
+            return False
+        if x[i] == m[i]:
+            continue
+        if not isinstance(e, Expr):
+            return False  # a literal 0 (or unknown) copying dims that differ
+        factors = zero_factors(e)  # e is 0 exactly where one of them is
+        if factors is None:
+            ind = as_single_atom(iszero(e))
+            zero = as_single_atom(ind.args[0]) if ind is not None else None
+            factors = (zero,) if zero is not None else None
+        try:
+            if factors is None or any(at_zero(sub(m[i], x[i]), a) != 0 for a in factors):
+                return False
+        except (BroadcastError, ZeroDivisionError):
+            return False
+    return True
 
 
 @register
