@@ -63,6 +63,11 @@ CASES = {
     "merge-transposes": (
         "g (float[B,S,D] x) => (float y) { a = Transpose<perm = [1, 0, 2]>(x)  b = Transpose<perm = [0, 2, 1]>(a)"
         "  y = Neg(b) }", [{"B": 0, "S": 2, "D": 3}, {"B": 1, "S": 1, "D": 1}, {"B": 2, "S": 3, "D": 4}]),
+    "merge-concats": (
+        "g (float[B,S,D] x) => (float y) <int64[1] k = {4}, int64[1] last = {-1}> { b = Shape<start = 0, end = 1>(x)"
+        "  s = Shape<start = 1, end = 3>(x)  i = Concat<axis = 0>(s, k)  t = Concat<axis = 0>(b, i)"
+        "  u = Unsqueeze(x, last)  y = Expand(u, t) }",
+        [{"B": 0, "S": 2, "D": 3}, {"B": 1, "S": 1, "D": 1}, {"B": 2, "S": 3, "D": 4}]),
     "fuse-gemm": (
         "g (float[M,3] x) => (float y) <float[3,2] w = {1., -2., 3.5, 4., 5., -6.}, float[2] b = {0.5, -1.}> {"
         " m = MatMul(x, w)  y = Add(b, m) }", [{"M": 0}, {"M": 1}, {"M": 4}]),

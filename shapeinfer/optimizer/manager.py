@@ -29,7 +29,8 @@ from .passes.graph_ops import remove_dead_nodes, replace_uses
 
 DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", "constant-shapes",
                   "collapse-reshapes", "tile-to-expand", "tile-uniform", "reduce-broadcast", "reduce-size-one",
-                  "expand-into-broadcast", "cancel-reshapes", "neutral-elements", "merge-transposes")
+                  "expand-into-broadcast", "cancel-reshapes", "neutral-elements", "merge-transposes",
+                  "merge-concats")
 # Passes that are not bit-exact: run only when asked for (by name, or fuse_gemm=True).
 OPT_IN_PASSES = ("fuse-gemm",)
 ALL_PASSES = DEFAULT_PASSES + OPT_IN_PASSES

@@ -5,6 +5,9 @@
   its input takes the output's name -- unless the input is a graph input, an initializer or
   another graph output: then it stays, or becomes one identity Transpose). Pure data
   movement: bit-exact.
+- ``merge-concats``: a Concat read only by a Concat on the same axis has its inputs spliced
+  into that one (the shape subgraphs of exports concatenate pieces in steps). Data movement:
+  bit-exact.
 - ``fuse-gemm``: MatMul of two 2-D tensors followed by an Add of a bias that broadcasts to the
   product's shape (and not beyond it) becomes one Gemm (alpha = beta = 1). float/double only.
   The sum is the same mathematical one; a float result may differ in the last bit where a
@@ -62,6 +65,43 @@ class MergeTransposesPass(RewritePass):
         node.attrs["perm"] = match.perm
         ctx.touched(node)
         return f"merged with {merged.name or 'Transpose'}: one Transpose with perm {match.perm}"
+
+
+@register
+class MergeConcatsPass(RewritePass):
+    name = "merge-concats"
+    description = "a Concat read only by a Concat on the same axis is spliced into it"
+    ops = ("Concat",)
+
+    def check(self, ctx, node):
+        if not node.outputs or not node.inputs or "axis" not in node.attrs:
+            return NO_MATCH
+        rank = ctx.shape(node.outputs[0])
+        if rank is None:
+            return NO_MATCH
+        axis = int(node.attrs["axis"]) % len(rank) if rank else None
+        for i, t in enumerate(node.inputs):
+            if len(t.inputs) != 1 or len(t.outputs) != 1 or ctx.op(t.inputs[0]) != "Concat" or _is_graph_output(ctx, t):
+                continue
+            inner = t.inputs[0]
+            inner_rank = ctx.shape(t)
+            if "axis" not in inner.attrs or inner_rank is None or len(inner_rank) != len(rank) or not inner.inputs:
+                continue
+            if int(inner.attrs["axis"]) % len(rank) == axis:
+                return Match(index=i, inner=inner)
+        return NO_MATCH
+
+    def rewrite(self, ctx, node, match) -> str:
+        inner = match.inner
+        spliced = list(node.inputs[:match.index]) + list(inner.inputs) + list(node.inputs[match.index + 1:])
+        node.inputs.clear()
+        node.inputs.extend(spliced)
+        ctx.touched(node)
+        return f"spliced in {inner.name or 'Concat'}: {len(node.inputs)} inputs"
+
+
+def _is_graph_output(ctx, tensor) -> bool:
+    return any(o is tensor for o in ctx.graph.outputs)
 
 
 # float and double only: every runtime has those Gemm kernels (onnxruntime's CPU provider has
