@@ -714,16 +714,33 @@ _NO_VALUE = "\x00no value "
 
 def _evaluate_around(d: Expr, binding: Mapping[str, int]) -> Number:
     """evaluate() where some atom of d has no value: each such atom an opaque unknown."""
+    failed: list = []
+
+    def value_of(atom):
+        try:
+            return atom.value(binding)
+        except EvaluationError as err:
+            failed.append(err)
+            raise
+
+    c = constant_value(_rebuild_around(d, value_of, (EvaluationError,)))
+    if c is None:
+        raise failed[0]
+    return _num(c) if isinstance(c, Fraction) else c
+
+
+def _rebuild_around(d: Expr, value_of, errors: tuple) -> Dim:
+    """d rebuilt from its terms with each atom replaced by ``value_of(atom)``; an atom for which
+    that raises one of ``errors`` (it has no value there) becomes an opaque unknown of its own,
+    which the caller then finds in the result where d depends on it."""
     unknowns: dict = {}
-    first_error = None
     total: Dim = 0
     for mono, coef in d.terms:
         term: Dim = _from_dict({(): coef})
         for atom, e in mono:
             try:
-                v = atom.value(binding)
-            except EvaluationError as err:
-                first_error = first_error or err
+                v = value_of(atom)
+            except errors:
                 if atom not in unknowns:
                     unknowns[atom] = sym(f"{_NO_VALUE}{len(unknowns)}")
                 v = unknowns[atom]
@@ -732,38 +749,34 @@ def _evaluate_around(d: Expr, binding: Mapping[str, int]) -> Number:
             if term == 0:
                 break
         total = add(total, term)
-    c = constant_value(total)
-    if c is None:
-        raise first_error
-    return _num(c) if isinstance(c, Fraction) else c
+    return total
+
+
+def _has_unknown(d: Dim) -> bool:
+    return any(name.startswith(_NO_VALUE) for name in free_symbols(d))
 
 
 def substitute(d: Dim, mapping: Mapping) -> Dim:
     """d with each symbol named in mapping (a str key) or each atom (an Atom key) replaced by
-    its dim, wherever it occurs (inside other atoms too), rebuilt in canonical form."""
+    its dim, wherever it occurs (inside other atoms too), rebuilt in canonical form. An atom
+    with no value under the mapping (a broadcast that fails, a division by 0) is fine where d
+    does not depend on it (see evaluate); elsewhere its error is raised."""
     if isinstance(d, int):
         return d
     if all(isinstance(k, str) for k in mapping) and not (free_symbols(d) & mapping.keys()):
         return d
-    total: Dim = 0
-    unknowns: dict = {}
-    first_error = None
-    for mono, coef in d.terms:
-        term: Dim = _from_dict({(): coef})
-        for atom, e in mono:
-            try:
-                v = mapping[atom] if atom in mapping else atom._substituted(mapping)
-            except (BroadcastError, ZeroDivisionError) as err:
-                # no value with the mapping: fine if d does not depend on it (see evaluate)
-                first_error = first_error or err
-                if atom not in unknowns:
-                    unknowns[atom] = sym(f"{_NO_VALUE}{len(unknowns)}")
-                v = unknowns[atom]
-            for _ in range(e):
-                term = mul(term, v)
-        total = add(total, term)
-    if unknowns and any(name.startswith(_NO_VALUE) for name in free_symbols(total)):
-        raise first_error
+    failed: list = []
+
+    def value_of(atom):
+        try:
+            return mapping[atom] if atom in mapping else atom._substituted(mapping)
+        except (BroadcastError, ZeroDivisionError) as err:
+            failed.append(err)
+            raise
+
+    total = _rebuild_around(d, value_of, (BroadcastError, ZeroDivisionError))
+    if failed and _has_unknown(total):
+        raise failed[0]
     return total
 
 
