@@ -189,3 +189,40 @@ def test_float_range_counts_follow_the_runtime_or_are_unknown():
         assert result.fact("y").value.tobytes() == want.tobytes(), (start, limit, delta)
         compared += 1
     assert compared > 0, "every count was unknown: nothing was compared with onnxruntime"
+
+
+TRUNC_MODEL = """
+<ir_version: 9, opset_import: ["" : 18]>
+g (float[N] x, float[B,C,L] y) => (int64 q, float r, float z) {
+    n = Shape(x)
+    seven = Constant<value = int64[1] {7}>()
+    two = Constant<value = int64[1] {2}>()
+    d = Sub(n, seven)
+    q = Div(d, two)
+    zero = Constant<value = int64 {0}>()
+    one = Constant<value = int64 {1}>()
+    qs = Squeeze(q)
+    lim = Add(qs, seven)
+    r0 = Range(zero, lim, one)
+    r = Cast<to = 1>(r0)
+    s = Shape(y)
+    z = Reshape(y, s)
+}
+"""
+
+
+def test_division_of_a_value_of_either_sign_truncates_and_a_shape_of_itself_is_kept():
+    """Div of int64 truncates toward zero: (N-7)/2 is max(N-7,0)//2 - max(7-N,0)//2, exact for
+    N < 7 too (a Range from it has that length + 7 clamped at 0); Reshape(y, Shape(y)) is y's
+    shape even where a dim (an entry) could be 0. Checked in onnxruntime at N in 0..12."""
+    import onnxruntime as ort
+
+    model = onnx.parser.parse_model(TRUNC_MODEL)
+    result = shapeinfer.infer(model)
+    (q,) = result.fact("q").value.tolist()
+    assert result.shape_strs("z") == ["B", "C", "L"]
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n in range(13):
+        real_q, real_r, real_z = sess.run(None, {"x": np.zeros(n, np.float32), "y": np.zeros((n % 3, 2, n), np.float32)})
+        assert evaluate(q, {"N": n}) == int(real_q[0]), n
+        assert tuple(evaluate(d, {"N": n}) for d in result.fact("r").shape) == real_r.shape, n

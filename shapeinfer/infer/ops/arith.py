@@ -66,6 +66,8 @@ def _int_div(a, b):
         if lo is not None and lo > -b:
             # -b < a < 0 truncates to 0 where floor gives -1 (height-1 over 2 with height = 0)
             return dmax(floordiv(a, b), 0)
+        # truncation toward zero of a value of either sign: max(a,0)//b - max(-a,0)//b
+        return sub(floordiv(dmax(a, 0), b), floordiv(dmax(neg(a), 0), b))
     return UNKNOWN
 
 

@@ -61,6 +61,8 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
         else:  # a symbolic entry: safe only where it cannot be 0 (copy) or -1 (infer)
             if ctx.positive(e) or (allowzero and provably_nonneg(e)):
                 out.append(e)
+            elif not allowzero and in_shape is not None and i < len(in_shape) and e == in_shape[i]:
+                out.append(e)  # the input's own dim (so never negative): a 0 copies itself
             elif not allowzero and in_shape is not None and i < len(in_shape) and zero_implies_zero(e, in_shape[i]):
                 out.append(e)  # e > 0 gives e; e == 0 copies the input dim, which is then 0 too
             elif not allowzero and in_shape is not None and i >= len(in_shape) and provably_nonneg(e):
@@ -221,8 +223,8 @@ def _copy_when_zero(spec, in_shape, out, pending) -> list:
     element count over their product -- an exact division wherever the run succeeds."""
     out = list(out)
     for i in pending:
-        if out[i] is not None or not provably_nonneg(spec[i]):
-            continue
+        if out[i] is not None or not (provably_nonneg(spec[i]) or spec[i] in in_shape):
+            continue  # (an entry that is a dim of the input is never negative)
         d = in_shape[i]
         if d is None:
             continue
