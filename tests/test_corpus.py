@@ -15,10 +15,16 @@ FLOOR = {
     "gpt2_dynamo.onnx": (125, 125),
     "llama_classic.onnx": (595, 595),
     "llama_dynamo.onnx": (179, 179),
+    "qwen2_kv_classic.onnx": (615, 633),
+    "qwen2_kv_dynamo.onnx": (188, 212),
+    "segformer_classic.onnx": (795, 917),
+    "segformer_dynamo.onnx": (341, 341),
     "swin_classic.onnx": (492, 591),
     "t5_classic.onnx": (812, 812),
     "vit_torchvision_classic.onnx": (388, 388),
     "vit_torchvision_dynamo.onnx": (113, 113),
+    "wav2vec2_classic.onnx": (171, 301),
+    "wav2vec2_dynamo.onnx": (31, 96),
 }
 
 
