@@ -161,11 +161,14 @@ def test_integer_range_counts_and_values(dtype):
         assert fact.int_elements() == [int(v) for v in want], (start, limit, delta)
         compared += 1
     assert compared > 0, "every count was unknown: nothing was compared with onnxruntime"
-    # the deviation itself: near INT64_MIN onnxruntime counts 0 where the spec counts 3
+    # why the count stays unknown there: near INT64_MIN onnxruntime before 1.32 counts 0 (in
+    # double) where the spec counts 3; 1.32 counts 3. Whichever runs, shapeinfer must not say 0.
     if dtype == TensorProto.INT64:
         inits = [numpy_helper.from_array(np.array(v, np_t), n) for n, v in (("a", lo), ("b", lo + 3), ("d", 1))]
         m = _model([helper.make_node("Range", ["a", "b", "d"], ["y"])], [], ["y"], inits)
-        assert _session(m).run(None, {})[0].shape == (0,)
+        assert _session(m).run(None, {})[0].shape in ((0,), (3,))
+        fact = shapeinfer.infer(m).fact("y")
+        assert fact.shape[0] != 0
 
 
 def test_float_range_counts_follow_the_runtime_or_are_unknown():

@@ -22,7 +22,7 @@ from .spec import INT32_MAX, INT64_MAX
 
 KNOWN = {
     "ort-reduce-empty-negative-axis-ignored":
-        "onnxruntime, Reduce*/ArgMax/ArgMin on an empty input (every opset tried, 11-22): negative axes are "
+        "onnxruntime before 1.32, Reduce*/ArgMax/ArgMin on an empty input (every opset tried, 11-22): negative axes are "
         "ignored -- only the non-negative ones are reduced, and with none left the output keeps the input's "
         "shape; the spec reduces every axis given (1 with keepdims, removed without). The same axes written "
         "non-negative give the right shape.",
