@@ -17,14 +17,17 @@ from shapeinfer.symbolic import (
     dmin,
     evaluate,
     floordiv,
+    iszero,
     mod,
     parse,
+    plain,
     provably_not_one,
     provably_positive,
     substitute,
     sym,
     to_str,
     truediv,
+    zero_cases,
 )
 
 B, S, N = sym("batch"), sym("seq"), sym("N")
@@ -218,3 +221,60 @@ def test_parse_print_roundtrip(tree):
         built = None
     assume(built is not None)  # two constants that never broadcast: no expression to print
     assert parse(to_str(built)) == built
+
+
+# ------------------------------------------------------------------ padding to a multiple
+# A size padded up to a multiple of c (Swin's windows: x + (c - x%c)%c) has one canonical form,
+# c*((x + c-1)//c), so that it equals the window count times c and cancels in quotients.
+
+
+@settings(max_examples=int(os.environ.get("SHAPEINFER_EXAMPLES", 400)), deadline=None)
+@given(
+    st.integers(2, 9),
+    st.lists(st.tuples(st.sampled_from(NAMES), st.integers(-3, 3)), min_size=1, max_size=3),
+    st.integers(-10, 10),
+    st.integers(1, 3),
+    st.fixed_dictionaries({n: st.integers(-20, 40) for n in NAMES}),
+)
+def test_padding_to_a_multiple(c, lin, k0, k, env):
+    r = k0
+    for name, coef in lin:
+        r = r + coef * sym(name)
+    pads = [
+        mod(c - mod(r, c), c),  # torch's (c - x % c) % c
+        mod(-r, c),
+        mod(mod(-r, c * 3), c),  # an inner remainder by a multiple of c reads through
+    ]
+    rv = evaluate(r, env) if not isinstance(r, int) else r
+    want = k * (rv + (-rv) % c)
+    forms = {k * (r + p) for p in pads}
+    for padded in forms:
+        assert evaluate(padded, env) == want, (to_str(padded), env)
+    assert len(forms) == 1, [to_str(f) for f in forms]  # however the padding is written
+    if not isinstance(r, int) and all(coef > 0 for mono, coef in r.terms if mono):  # rounding up
+        assert forms == {k * c * floordiv(r + c - 1, c)}, [to_str(f) for f in forms]
+
+
+def test_padded_sizes_cancel_with_their_window_counts():
+    h = sym("h")
+    padded = h + mod(h, 2)
+    assert to_str(padded) == "2*((h+1)//2)"
+    windows = floordiv(padded, 2)
+    assert truediv(64 * B * windows * windows, 16 * padded * padded) == B
+    w7 = h + mod(7 - mod(h, 7), 7)
+    assert to_str(w7) == "7*((h+6)//7)"
+    assert to_str(h - mod(h, 2)) == "h-(h%2)"  # rounding down is left alone
+
+
+def test_plain_form_reads_inside_atoms():
+    """A zero case inside a broadcast (or any other atom) is a zero case of the dim: plain()
+    takes it as false there too, and zero_cases() lists it."""
+    s, t = sym("s"), sym("t")
+    exact = s * t + iszero(t) * 3 * s  # a Reshape entry t*s that copies 4*s where t = 0
+    d = bcast(exact, s * t)
+    assert [to_str(m) for m in zero_cases(d)] == ["t"]
+    assert plain(d) == s * t
+    for tv in (0, 1, 2):
+        for sv in (0, 1, 3):
+            if tv != 0:
+                assert evaluate(plain(d), {"s": sv, "t": tv}) == evaluate(d, {"s": sv, "t": tv})

@@ -355,10 +355,12 @@ def _from_dict(d: dict) -> Dim:
             return c
     if len(items) > MAX_TERMS:
         raise _too_large("terms", len(items))
-    size, depth = 0, 0
+    size, depth, lone_mod = 0, 0, False
     for mono, c in items:
         size += 1
         degree = 0
+        if len(mono) == 1 and type(mono[0][0]) is Mod and mono[0][1] == 1:
+            lone_mod = True
         for atom, e in mono:
             size += atom.size
             degree += e
@@ -370,8 +372,38 @@ def _from_dict(d: dict) -> Dim:
             raise _too_large("coefficient bits", _coef_bits(c))
     if size > MAX_SIZE:
         raise _too_large("size", size)
+    if lone_mod:
+        rounded = _multiple_of(items)
+        if rounded is not None:
+            return rounded
     items.sort(key=_term_sort_key)
     return Expr(tuple(items), size, depth)
+
+
+def _multiple_of(items: list) -> Optional[Dim]:
+    """``k*(R + y%c)`` where ``R + y`` is a nonzero multiple of c is R padded up to a multiple of c,
+    ``k*c*((R + c-1)//c)`` (``h + h%2`` is ``2*((h+1)//2)``): the canonical form, so that a
+    padded size and the window count it divides into compare equal, and cancel in quotients."""
+    for i, (mono, k) in enumerate(items):
+        if len(mono) != 1 or type(mono[0][0]) is not Mod or mono[0][1] != 1 or type(k) is not int:
+            continue
+        y, c = mono[0][0].args
+        if type(c) is not int or c < 2:
+            continue
+        rest = {}
+        for j, (m, coef) in enumerate(items):
+            if j == i:
+                continue
+            if type(coef) is not int or coef % k:
+                break
+            rest[m] = coef // k
+        else:
+            r = _from_dict(rest)
+            padded = _as_dict(add(r, y))
+            # (R + y = 0 is x - x%c, rounding down: left as it is)
+            if padded and all(type(v) is int and v % c == 0 for v in padded.values()):
+                return _scale(floordiv(add(r, c - 1), c), k * c)
+    return None
 
 
 def _as_dict(d: Dim) -> dict:
@@ -1193,6 +1225,7 @@ def mod(a: Dim, b: Dim) -> Dim:
         if isinstance(cb, int) and cb > 0:
             da = _as_dict(a)
             if _int_coefs(da):
+                da = _inner_mods_read_through(da, cb)
                 rd = _from_dict({m: c % cb for m, c in da.items()})
                 if rd == 0:
                     return 0
@@ -1205,6 +1238,20 @@ def mod(a: Dim, b: Dim) -> Dim:
     if provably_nonneg(a) and provably_positive(b) and provably_le(add(a, 1), b):
         return a
     return atom_dim(Mod((a, b)))
+
+
+def _inner_mods_read_through(da: dict, c: int) -> dict:
+    """{mono: coef} of a dim taken modulo c, with each term ``k*(z%c2)`` (c2 a multiple of c)
+    read as ``k*z`` -- equal modulo c -- so that ``(c - x%c)%c`` is ``(-x)%c``."""
+    inner = [m for m in da if len(m) == 1 and type(m[0][0]) is Mod and m[0][1] == 1
+             and type(m[0][0].args[1]) is int and m[0][0].args[1] % c == 0]
+    if not inner:
+        return da
+    out = {m: v for m, v in da.items() if m not in inner}
+    for m in inner:
+        for zm, zc in _as_dict(m[0][0].args[0]).items():
+            out[zm] = out.get(zm, 0) + zc * da[m]
+    return out if _int_coefs(out) else da
 
 
 class _OneOperand(Atom):
@@ -1501,22 +1548,23 @@ def _dominant_atom(d: Expr) -> Optional[Atom]:
 
 
 def zero_cases(d: Dim) -> list:
-    """The arguments m of the ``iszero(m)`` factors of d's terms, in canonical order: the zero
-    cases in which d takes another value than :func:`plain` says."""
+    """The arguments m of the ``iszero(m)`` atoms of d (factors of its terms or inside its other
+    atoms), in canonical order: the zero cases in which d takes another value than
+    :func:`plain` says."""
     if not isinstance(d, Expr):
         return []
-    found = {a for mono, _ in d.terms for a, _ in mono if isinstance(a, IsZero)}
+    found = {a for a in atoms(d) if isinstance(a, IsZero)}
     return [a.args[0] for a in sorted(found, key=lambda a: a.key)]
 
 
 def plain(d: Dim) -> Dim:
-    """d where no zero case holds (every ``iszero(m)`` factor of a term taken as 0, m != 0): the
+    """d where no zero case holds (every ``iszero(m)`` taken as 0, wherever it occurs): the
     value for every binding that makes none of :func:`zero_cases` zero -- what a table shows,
     with the zero cases said beside it."""
-    for m in zero_cases(d):
-        if isinstance(d, Expr):
-            d = replace_atom(d, as_single_atom(iszero(m)), 0)
-    return d
+    cases = zero_cases(d)
+    if not cases:
+        return d
+    return substitute(d, {IsZero((m,)): 0 for m in cases})
 
 
 # Every kind, for the printer and the parser (which read their syntax).
