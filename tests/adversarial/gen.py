@@ -15,11 +15,10 @@ count matches, a divisor that is never 0) while still building some that fail at
 
 from __future__ import annotations
 
-import math
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import onnx

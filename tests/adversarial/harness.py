@@ -14,16 +14,13 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import resource
-import sys
 import time
 import traceback
 from collections import Counter, defaultdict
 
 import numpy as np
-import onnx
 
 from . import gen as _gen  # noqa: F401  (imported once here, not in every child)
-from . import runner
 from .runner import Failure, Judge, Outcome
 
 GRAPH_SECONDS = 120.0  # hard limit for one seed (all commands and runs), killed past it

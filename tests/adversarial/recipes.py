@@ -685,7 +685,6 @@ def r_tile_uniform(b: Builder):
 
 
 def reduce_node(b: Builder, op, x: V, axes, keepdims=None, noop=None) -> V:
-    r = b.rng
     attrs = {}
     if keepdims is not None:
         attrs["keepdims"] = keepdims
@@ -1072,7 +1071,6 @@ def r_loop(b: Builder):
 
 
 def r_scan(b: Builder):
-    r = b.rng
     if b.opset < 11:
         raise SkipRecipe()
     x = _need(b.data(min_rank=2, max_rank=3, float_only=True))
@@ -1173,7 +1171,6 @@ def r_domain_alias(b: Builder):
 def r_value_info(b: Builder):
     """value_info entries for tensors already made: their spec shapes in the inputs' symbols, or a
     wrong static size now and then (shapeinfer must not take a declaration over inference)."""
-    r = b.rng
     v = b.pick(lambda t: "input" not in t.tags and t.known() and t.rank() is not None and t.name not in
                {vi.name for vi in b.value_info} and t.name not in b.init_inputs and "const" not in t.tags)
     if v is None:
