@@ -278,3 +278,30 @@ def test_plain_form_reads_inside_atoms():
         for sv in (0, 1, 3):
             if tv != 0:
                 assert evaluate(plain(d), {"s": sv, "t": tv}) == evaluate(d, {"s": sv, "t": tv})
+
+
+@settings(max_examples=int(os.environ.get("SHAPEINFER_EXAMPLES", 400)), deadline=None)
+@given(st.integers(1, 9), st.integers(1, 9), st.integers(-12, 12), st.integers(-12, 12), st.integers(-60, 60))
+def test_nested_floor_divisions_merge(c1, c2, j, k, x):
+    """(x + j)//c1 + k, divided again by c2, is one division: (x + j + k*c1)//(c1*c2) -- so
+    conv arithmetic written as repeated halvings meets its closed form."""
+    s = sym("x")
+    d = floordiv(floordiv(s + j, c1) + k, c2)
+    assert evaluate(d, {"x": x}) == ((x + j) // c1 + k) // c2
+    assert d == floordiv(s + j + k * c1, c1 * c2)
+
+
+def test_sign_reasoning_splits_a_symbol_where_its_division_is_zero():
+    """(w+7)//8 + 4*iszero((w+3)//4) is never 0: (w+3)//4 is 0 exactly at w = 0, where the
+    sum is 4, and for w >= 1 the first division is >= 1. Proving it needs the cases of w itself
+    (w = 0, w >= 1), not of the division alone, now that nested divisions merge into one."""
+    w = sym("w")
+    d = floordiv(w + 7, 8) + 4 * iszero(floordiv(w + 3, 4))
+    assert provably_positive(d)
+    assert iszero(d) == 0
+    for v in range(40):
+        assert evaluate(d, {"w": v}) >= 1
+    e = floordiv(w + 4, 8) + 8 * iszero(floordiv(w, 4))  # zero for w in 0..3: four cases
+    assert provably_positive(e)
+    f = floordiv(w + 4, 8) - iszero(floordiv(w, 4))  # -1 at w = 0: not provable, and false
+    assert not provably_positive(f) and evaluate(f, {"w": 0}) < 0

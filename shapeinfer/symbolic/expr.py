@@ -827,11 +827,20 @@ def at_zero(d: Dim, atom: Atom) -> Dim:
 def _zero_forces(atom: Atom) -> list:
     """The atoms that are 0 wherever this one is: for ``(a*u + k)//c`` (c > 0, u an atom >= 0,
     a >= 1) the atom is 0 only where a*u + k <= c - 1, which leaves u = 0 alone when c-1-k < a."""
+    lin = _linear_division(atom)
+    if lin is not None and lin[4] == 0:
+        return [lin[0]]
+    return []
+
+
+def _linear_division(atom: Atom) -> Optional[tuple]:
+    """(u, a, k, c, u0) for an atom ``(a*u + k)//c`` (c > 0, u an atom >= 0, a >= 1, k an int)
+    that is 0 for some u >= 0: exactly where u <= u0; None for any other atom."""
     if not isinstance(atom, FloorDiv):
-        return []
+        return None
     x, c = atom.args
     if not isinstance(c, int) or c <= 0 or not isinstance(x, Expr):
-        return []
+        return None
     k, lin = 0, None
     for mono, coef in x.terms:
         if not mono:
@@ -839,13 +848,13 @@ def _zero_forces(atom: Atom) -> list:
         elif len(mono) == 1 and mono[0][1] == 1 and isinstance(coef, int) and coef >= 1 and lin is None:
             lin = (mono[0][0], coef)
         else:
-            return []
+            return None
     if lin is None or not isinstance(k, int):
-        return []
+        return None
     u, a = lin
-    if bounds(atom_dim(u))[0] >= 0 and 0 <= c - 1 - k < a:
-        return [u]
-    return []
+    if bounds(atom_dim(u))[0] >= 0 and c - 1 - k >= 0:
+        return (u, a, k, c, (c - 1 - k) // a)
+    return None
 
 
 def atoms(d: Dim):
@@ -1158,12 +1167,14 @@ def floordiv(a: Dim, b: Dim) -> Dim:
                 lo, hi = bounds(rd)
                 if lo >= 0 and hi <= cb - 1:
                     return qd
-                # floordiv(floordiv(x, c1), c2) == floordiv(x, c1*c2) for positive c1, c2
-                inner = as_single_atom(rd)
+                # floordiv(floordiv(x, c1) + k, c2) == floordiv(x + k*c1, c1*c2) for positive
+                # c1, c2 and an integer k (floor(x/c1) + k is floor((x + k*c1)/c1))
+                k = r.get((), 0)
+                inner = as_single_atom(sub(rd, k)) if k else as_single_atom(rd)
                 if isinstance(inner, FloorDiv):
                     x, c1 = inner.args
-                    if isinstance(c1, int) and c1 > 0:
-                        return add(qd, floordiv(x, c1 * cb))
+                    if isinstance(c1, int) and c1 > 0 and _int_coefs(_as_dict(x)):
+                        return add(qd, floordiv(add(x, k * c1), c1 * cb))
                 # rd = R + mod(y, c) with R + y a multiple c*P of c (padding to a multiple:
                 # x + mod(-x, c)) divides exactly: floordiv(rd, c) = P - floordiv(y, c).
                 for mono, coef in rd.terms if isinstance(rd, Expr) else ():
@@ -1467,13 +1478,29 @@ class IsZero(Atom):
 
     def _nonneg_in(self, d: Expr, depth: int) -> Optional[bool]:
         """d is non-negative if it is in both cases: m == 0 and m != 0. For m a symbol s (>= 0)
-        the cases are s = 0 and s = t+1 (t >= 0, which makes iszero 0); otherwise the atom is
-        taken to be 1 and 0 in turn."""
+        the cases are s = 0 and s = t+1 (t >= 0, which makes iszero 0); for a division
+        ``(a*s + k)//c``, 0 exactly where s <= s0, each value of s up to s0 and s = s0+1+t
+        (every other atom over s then follows); otherwise the atom is taken to be 1 and 0 in
+        turn."""
         (m,) = self.args
         s = as_single_atom(m)
+        lin = _linear_division(s)
+        if lin is not None and isinstance(lin[0], Sym) and lin[0].lo == 0 and lin[4] <= _CASES_MAX:
+            # (a*u + k)//c is 0 exactly where u <= u0: the cases u = 0, 1, ..., u0 and u > u0,
+            # each a value of u itself, so every other atom over u follows it
+            u, u0 = lin[0], lin[4]
+            try:
+                cases = [substitute(d, {u.name: v}) for v in range(u0 + 1)]
+                cases.append(substitute(d, {u.name: add(atom_dim(u), u0 + 1)}))
+            except (BroadcastError, ZeroDivisionError):
+                return None
+            return all(_nonneg(x, depth - 1) for x in cases)
         if isinstance(s, Sym) and s.lo == 0:
-            zero = substitute(d, {s.name: 0})
-            nonzero = substitute(d, {s.name: add(atom_dim(s), 1)})
+            try:
+                zero = substitute(d, {s.name: 0})
+                nonzero = substitute(d, {s.name: add(atom_dim(s), 1)})
+            except (BroadcastError, ZeroDivisionError):
+                return None
         elif s is not None and bounds(m)[0] == 0:
             # another atom (h//4): 0, or 1 + t for a t >= 0 of its own
             try:
@@ -1484,6 +1511,10 @@ class IsZero(Atom):
         else:
             zero, nonzero = _replace_atom(d, self, 1), _replace_atom(d, self, 0)
         return _nonneg(zero, depth - 1) and _nonneg(nonzero, depth - 1)
+
+
+# The most values a symbol is split into where a division of it is 0 (the sign reasoning above).
+_CASES_MAX = 8
 
 
 @_memo
