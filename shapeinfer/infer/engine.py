@@ -321,7 +321,7 @@ class Engine:
                 self.warn(node, f"no opset imported for domain {domain!r}; outputs unknown", kind="unknown-op")
                 fb = [None] * n_out
             else:
-                fb = infer_with_onnx(self, node, inputs, opsets, attr_scope)
+                fb = infer_with_onnx(self, node, inputs, opsets, attr_scope, have_rule=fn is not None)
             outs = [o if o is not None else (f if f is not None else Fact()) for o, f in zip(outs, fb)]
         return outs
 

@@ -55,15 +55,21 @@ def _resolved_node(node, attr_scope):
     return out
 
 
-def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope) -> list:
-    """Output facts from onnx's inference for ``node`` (None entries where it gives nothing)."""
+def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope, have_rule: bool = False) -> list:
+    """Output facts from onnx's inference for ``node`` (None entries where it gives nothing).
+    ``have_rule``: a rule of ours answered for some outputs (an op onnx does not know is then
+    not reported as unknown)."""
     n_out = len(node.output)
     domain = node.domain if node.domain != "ai.onnx" else ""
     version = opsets.get(domain)
     try:
         schema = defs.get_schema(node.op_type, version, domain)
     except ONNX_FAILURES:
-        engine.warn(node, "op unknown to the installed onnx; outputs unknown", kind="unknown-op")
+        if have_rule:
+            return [None] * n_out
+        where = f"domain {domain!r} (opset {version})" if domain else f"the default domain (opset {version})"
+        engine.warn(node, f"op {node.op_type} of {where} is unknown to shapeinfer and to the installed onnx; "
+                          "outputs unknown", kind="unknown-op")
         return [None] * n_out
     input_types = {}
     input_data = {}

@@ -63,17 +63,24 @@ def _pool_like(ctx, data, kernel, ceil_mode=False):
 
 @rule("Conv", since=1)
 def conv(ctx):
-    data, weight = ctx.input(0), ctx.input(1)
+    data = ctx.input(0)
+    out = conv_shape(ctx, data, ctx.input(1))
+    return None if out is None else [Fact(dtype=data.dtype, shape=out)]
+
+
+def conv_shape(ctx, data, weight):
+    """The output shape of a convolution of data by weight (facts) with the node's attributes
+    (Conv and the ops built on it: ConvInteger, QLinearConv, FusedConv), or None."""
     if data is None or weight is None or data.shape is None or weight.shape is None:
         return None
     if len(data.shape) < 3 or len(weight.shape) != len(data.shape):
-        raise ctx.error("Conv needs an input [N, C, ...] and a weight of the same rank")
+        raise ctx.error(f"{ctx.op_type} needs an input [N, C, ...] and a weight of the same rank")
     kernel = ctx.attr("kernel_shape") or list(weight.shape[2:])
     if not all(isinstance(k, int) for k in kernel):
         return None
     out = _pool_like(ctx, data, list(kernel))
     out[1] = weight.shape[0]
-    return [Fact(dtype=data.dtype, shape=tuple(out))]
+    return tuple(out)
 
 
 @rule("ConvTranspose", since=1)
@@ -107,17 +114,23 @@ def conv_transpose(ctx):
 @rule("MaxPool", "AveragePool", "LpPool", since=1)
 def pool(ctx):
     data = ctx.input(0)
-    kernel = ctx.attr("kernel_shape")
-    if data is None or data.shape is None or kernel is None or len(data.shape) < 3:
+    out = pool_shape(ctx, data, ceil_mode=bool(ctx.attr("ceil_mode", 0)) if ctx.version >= 10 else False)
+    if out is None:
         return None
-    ceil_mode = bool(ctx.attr("ceil_mode", 0)) if ctx.version >= 10 else False
-    out = tuple(_pool_like(ctx, data, list(kernel), ceil_mode))
     facts = [Fact(dtype=data.dtype, shape=out)]
     if len(ctx.node.output) > 1:
         from onnx import TensorProto
 
         facts.append(Fact(dtype=TensorProto.INT64, shape=out))
     return facts
+
+
+def pool_shape(ctx, data, ceil_mode: bool):
+    """The output shape of a pooling window over data with the node's attributes, or None."""
+    kernel = ctx.attr("kernel_shape")
+    if data is None or data.shape is None or kernel is None or len(data.shape) < 3:
+        return None
+    return tuple(_pool_like(ctx, data, list(kernel), ceil_mode))
 
 
 @rule("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", since=1)

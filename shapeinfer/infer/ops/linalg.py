@@ -18,9 +18,14 @@ def matmul(ctx):
     a, b = ctx.input(0), ctx.input(1)
     if a is None or b is None or a.shape is None or b.shape is None:
         return None
-    sa, sb = list(a.shape), list(b.shape)
+    return [Fact(dtype=a.dtype, shape=matmul_shape(ctx, a.shape, b.shape))]
+
+
+def matmul_shape(ctx, sa, sb) -> tuple:
+    """The shape of MatMul(A, B) (numpy.matmul's rule) for operand shapes sa and sb."""
+    sa, sb = list(sa), list(sb)
     if not sa or not sb:
-        raise ctx.error("MatMul inputs must have rank 1 or more")
+        raise ctx.error(f"{ctx.op_type} inputs must have rank 1 or more")
     a_vec, b_vec = len(sa) == 1, len(sb) == 1
     if a_vec:
         sa = [1] + sa
@@ -33,15 +38,21 @@ def matmul(ctx):
         out.append(sa[-2])
     if not b_vec:
         out.append(sb[-1])
-    return [Fact(dtype=a.dtype, shape=tuple(out))]
+    return tuple(out)
 
 
 @rule("Gemm", since=7)
 def gemm(ctx):
     a, b = ctx.input(0), ctx.input(1)
+    out = gemm_shape(ctx, a, b)
+    return None if out is None else [Fact(dtype=a.dtype, shape=out)]
+
+
+def gemm_shape(ctx, a, b):
+    """(M, N) of Gemm(A, B) with the node's transA/transB, or None where a rank is unknown."""
     if a is None or b is None or a.shape is None or b.shape is None or len(a.shape) != 2 or len(b.shape) != 2:
         return None
     m, k1 = a.shape[::-1] if ctx.attr("transA", 0) else a.shape
     k2, n = b.shape[::-1] if ctx.attr("transB", 0) else b.shape
     _check_contracted(ctx, k1, k2)
-    return [Fact(dtype=a.dtype, shape=(m, n))]
+    return (m, n)

@@ -216,7 +216,7 @@ def _smaller(a, b):
 
 
 def _copy_when_zero(spec, in_shape, out, pending) -> list:
-    """out with each pending entry the case split left unknown written ``e + iszero(e)*(d - e)``:
+    """out with each pending entry the case split left unknown written ``e + iszero(e)*d``:
     e where it is not 0, the input dim d where it is (e provably >= 0, so never the -1 that
     means "infer"). Each entry copies its own input dim, so the dims need no cases between
     them: a node with any number of such entries stays exact, and the -1 (solved after) is the
@@ -230,7 +230,7 @@ def _copy_when_zero(spec, in_shape, out, pending) -> list:
             continue
         try:
             ind = iszero(spec[i])
-            rest = sub(d, spec[i])
+            rest = d  # (e*iszero(e) is 0 for every binding: the copy alone is added)
             inner = as_single_atom(ind)
             if inner is not None and as_single_atom(inner.args[0]) is not None:
                 try:  # the copy is read where the entry is 0: its atom at 0 in it too

@@ -630,9 +630,14 @@ def split(ctx):
             sizes = [truediv(d, n)] * n
     if len(sizes) != n:
         raise ctx.error(f"split has {len(sizes)} sizes for {n} outputs")
+    # a shape value split into its entries (onnxruntime's optimizer turns Gathers into a Split)
+    cuts = None
+    if data.value is not None and all(type(s) is int and s >= 0 for s in sizes) and sum(sizes) == data.value.shape[axis]:
+        cuts = np.cumsum([0] + sizes).tolist()
     outs = []
-    for s in sizes:
+    for i, s in enumerate(sizes):
         dims = list(data.shape)
         dims[axis] = s if s is not None else ctx.fresh()
-        outs.append(Fact(dtype=data.dtype, shape=tuple(dims)))
+        value = np.take(data.value, range(cuts[i], cuts[i + 1]), axis=axis) if cuts is not None else None
+        outs.append(Fact(dtype=data.dtype, shape=tuple(dims), value=value))
     return outs
