@@ -169,7 +169,7 @@ def main(argv):
     for entry in corpus.entries():
         if wanted and not wanted & {entry["file"], entry["file"][:-5], entry["model"]}:
             continue
-        model = onnx.load(os.path.join(corpus.CORPUS, entry["file"]))
+        model = onnx.load(os.path.join(entry["dir"], entry["file"]))
         r = shapeinfer.infer(model)
         names = [n for n in r.tensor_names() if r.fact(n) is not None and r.fact(n).dtype
                  and n not in {i.name for i in model.graph.input}]

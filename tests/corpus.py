@@ -1,6 +1,7 @@
 """Runtime verification on the corpus of real PyTorch exports (fixtures/corpus/).
 
-For each model, shapeinfer's inference (strict, and with ``assume_nonempty``) is compared with
+For each model (the exports of fixtures/corpus/ and their deployment versions in
+fixtures/deploy/), shapeinfer's inference (strict, and with ``assume_nonempty``) is compared with
 onnxruntime running the model with every node output exposed, at several bindings of the input
 dims (1 included). A dim is *in input dims* when it is an expression over the graph inputs'
 symbols only; a minted symbol (an unknown dim) must take one value per run wherever it
@@ -27,6 +28,9 @@ from shapeinfer.symbolic import EvaluationError, evaluate, free_symbols
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "..", "fixtures", "corpus")
+# The deployment pipeline's versions of them (fixtures/derive_deploy.py: quantized, float16,
+# fused by onnxruntime's transformer optimizer, saved by its session optimizer).
+DEPLOY = os.path.join(HERE, "..", "fixtures", "deploy")
 
 # Sizes each kind of dim takes at run time; the first binding uses the first value of each.
 # batch and seq stay nonzero: at 0 onnxruntime itself fails on most of the corpus (a Reshape
@@ -50,8 +54,13 @@ MODEL_ROLE_VALUES = {
 
 
 def entries():
-    with open(os.path.join(CORPUS, "corpus.json")) as fh:
-        return list(json.load(fh).values())
+    """Every model: the exports (corpus.json), then what was derived from them (deploy.json);
+    each entry's "dir" is its folder."""
+    out = []
+    for folder, index in ((CORPUS, "corpus.json"), (DEPLOY, "deploy.json")):
+        with open(os.path.join(folder, index)) as fh:
+            out.extend(dict(e, dir=folder) for e in json.load(fh).values())
+    return out
 
 
 def _size(dim, roles, k):
@@ -79,9 +88,9 @@ def _bindings(entry, model):
                     binding[d.dim_param] = size
             dtype = entry["dtypes"][name]
             if dtype.startswith("int"):
-                feeds[name] = rng.integers(0, 60, shape).astype(np.int64)
+                feeds[name] = rng.integers(0, 60, shape).astype(dtype)
                 if name == "attention_mask":
-                    feeds[name] = np.ones(shape, np.int64)
+                    feeds[name] = np.ones(shape, dtype)
             else:
                 feeds[name] = rng.standard_normal(shape).astype(np.float32)
         runs.append((feeds, binding))
@@ -105,7 +114,7 @@ def _session(model, names):
 def verify(entry, assume_nonempty):
     """{'tensors', 'in_input_dims', 'unknown', 'wrong', 'details', 'runs', 'skipped'} for one
     model; 'skipped' lists (binding, error) for the bindings onnxruntime failed to run."""
-    model = onnx.load(os.path.join(CORPUS, entry["file"]))
+    model = onnx.load(os.path.join(entry.get("dir", CORPUS), entry["file"]))
     result = shapeinfer.infer(model, assume_nonempty=assume_nonempty)
     names = [n for n in result.tensor_names() if result.fact(n) is not None and result.fact(n).dtype]
     sess = _session(model, names)

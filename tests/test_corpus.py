@@ -1,4 +1,5 @@
-"""Every tensor of the real exports in fixtures/corpus/ against onnxruntime: zero wrong, and
+"""Every tensor of the real exports in fixtures/corpus/ (and of their deployment versions in
+fixtures/deploy/) against onnxruntime: zero wrong, and
 the share expressed in input dims may not fall. Table: ``python tests/corpus.py``."""
 
 import pytest
@@ -25,6 +26,23 @@ FLOOR = {
     "vit_torchvision_dynamo.onnx": (113, 113),
     "wav2vec2_classic.onnx": (301, 301),
     "wav2vec2_dynamo.onnx": (162, 178),
+    # fixtures/deploy/: quantized, float16, fused and session-optimized versions
+    "bert_fused.onnx": (26, 26),
+    "gpt2_fused.onnx": (137, 137),
+    "bert_fused_int8.onnx": (70, 70),
+    "bert_int8.onnx": (356, 356),
+    "gpt2_uint8_pre.onnx": (280, 280),
+    "cnn_int8.onnx": (60, 60),
+    "cnn_qdq.onnx": (60, 60),
+    "cnn_qop.onnx": (39, 39),
+    "bert_qdq.onnx": (507, 507),
+    "bert_fp16.onnx": (294, 294),
+    "llama_fp16.onnx": (596, 596),
+    "llama_session_ext.onnx": (269, 269),
+    "qwen2_kv_session_ext.onnx": (277, 277),
+    "qwen2_kv_session_basic.onnx": (310, 310),
+    "bert_session_ext.onnx": (120, 120),
+    "bert_int8_external.onnx": (356, 356),
 }
 
 
