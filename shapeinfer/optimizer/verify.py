@@ -253,17 +253,22 @@ def _run(run, feeds):
 
 
 def verify(original, optimized, bindings=None, seed: int = 0, exact: bool = True, signed_zeros: bool = True,
-           base_dir: Optional[str] = None) -> VerifyReport:
+           base_dir: Optional[str] = None, reference: bool = False) -> VerifyReport:
     """Run both models at each binding (default: :func:`bindings_for`) and compare the outputs.
 
     ``exact`` (the default) compares bytes (NaNs quieted); ``exact=False`` allows RTOL/ATOL on
     floats, for an optimisation made with an inexact opt-in (fold_float_math, fuse_gemm).
     ``signed_zeros=False`` takes -0.0 and +0.0 as equal and is otherwise exact, for an
     optimisation made with ignore_signed_zero. ``base_dir`` is the folder the models' external
-    data locations are relative to."""
+    data locations are relative to. ``reference`` runs onnx's reference evaluator (the spec)
+    instead of onnxruntime -- for float16 models, whose float16 ops onnxruntime's CPU provider
+    runs in float32 with the Cast pairs between them dropped depending on the nodes around, so
+    that two ways of writing one computation round differently there."""
     report = VerifyReport(exact=exact, signed_zeros=signed_zeros)
     bindings = list(bindings) if bindings is not None else bindings_for(original)
     try:
+        if reference:
+            raise RuntimeError("the reference evaluator was asked for")
         run1 = _ort_session(original, base_dir)
         try:
             run2 = _ort_session(optimized, base_dir)
@@ -318,3 +323,10 @@ def _combine(outcomes: list) -> str:
     if "ok" in outcomes:
         return "ok"
     return outcomes[0]
+
+
+def computes_in_float16(model) -> bool:
+    """Whether the model holds float16 weights or casts to float16 (see ``verify(reference=)``)."""
+    return any(t.data_type == onnx.TensorProto.FLOAT16 for t in model.graph.initializer) or any(
+        a.name == "to" and a.i == onnx.TensorProto.FLOAT16 for n in model.graph.node if n.op_type == "Cast"
+        for a in n.attribute)
