@@ -377,3 +377,31 @@ def test_an_op_no_rule_knows_is_reported_with_its_domain():
            _sym("seqlens", I32, ("B",)), _sym("total", I32, ())]
     result = shapeinfer.infer(_model("GroupQueryAttention", ins, 3, {"num_heads": 4, "kv_num_heads": 2}))
     assert not [d for d in result.diagnostics if d.kind == "unknown-op"]  # a rule answered (in part)
+
+
+# --------------------------------------------------------------------------- GPU-only ops
+# onnxruntime's CPU provider has no kernel for these: the shapes its documentation states.
+
+
+def _inferred(op, ins, n_out=1, attrs=None, extra=()):
+    result = shapeinfer.infer(_model(op, ins, n_out, attrs, extra_nodes=extra))
+    return [result.shape_strs(f"y{k}") for k in range(n_out)], result
+
+
+def test_gpu_only_ops_have_their_documented_shapes():
+    assert _inferred("GroupNorm", [_sym("x", F, ("B", "H", "W", 32)), _const("g", _w(32)), _const("b", _w(32))],
+                     attrs={"groups": 4, "activation": 0, "epsilon": 1e-5})[0] == [["B", "H", "W", "32"]]
+    shapes, _ = _inferred("SkipGroupNorm", [_sym("x", F, ("B", "H", "W", 32)), _const("g", _w(32)), _const("b", _w(32)),
+                                            _sym("skip", F, ("B", "H", "W", 32))], 2, {"groups": 4, "activation": 0})
+    assert shapes == [["B", "H", "W", "32"]] * 2
+    assert _inferred("BiasSplitGelu", [_sym("x", F, ("B", "S", 64)), _const("b", _w(64))])[0] == [["B", "S", "32"]]
+    assert _inferred("GemmFastGelu", [_sym("a", F, ("B", "S", 8)), _const("w", _w((8, 4)))])[0] == [["B", "S", "4"]]
+    # T5's position bias with its lengths computed from the inputs' shapes (as the fused T5 does)
+    extra = [helper.make_node("Shape", ["q_in"], ["qs"], start=1, end=2), helper.make_node("Squeeze", ["qs"], ["q"]),
+             helper.make_node("Shape", ["k_in"], ["ks"], start=1, end=2), helper.make_node("Squeeze", ["ks"], ["k"])]
+    ins = [_const("table", _w((32, 4))), _sym("q_in", F, ("B", "S", 8)), _sym("k_in", F, ("B", "M", 8))]
+    model = _model("RelativePositionBias", ins, 1, extra_nodes=extra)
+    model.graph.node[-1].input[1:] = ["q", "k"]
+    assert shapeinfer.infer(model).shape_strs("y0") == ["1", "4", "S", "M"]
+    with pytest.raises(shapeinfer.ShapeInferenceError, match="must be even"):
+        shapeinfer.infer(_model("BiasSplitGelu", [_sym("x", F, ("B", "S", 63)), _const("b", _w(63))], 1))

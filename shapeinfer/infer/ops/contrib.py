@@ -60,6 +60,52 @@ def same_as_input(ctx):
     return _outputs(ctx, _like(x)) if _known(x) else None
 
 
+# Ops onnxruntime runs on GPUs only (no CPU kernel): the shapes its documentation gives.
+
+
+@rule("GroupNorm", "SkipGroupNorm", domain=MS)
+def group_norm(ctx):
+    """NHWC group normalization: the output (and SkipGroupNorm's sum output) like the input."""
+    x = ctx.input(0)
+    return [_like(x) for _ in ctx.node.output] if _known(x) else None
+
+
+@rule("BiasSplitGelu", domain=MS)
+def bias_split_gelu(ctx):
+    """[N, S, D] -> [N, S, D/2]: the biased input split in two halves along the last axis."""
+    x = ctx.input(0)
+    if not _known(x) or not x.shape:
+        return None
+    d = x.shape[-1]
+    if isinstance(d, int) and d % 2:
+        raise ctx.error(f"the last dim ({d}) must be even")
+    half = d // 2 if isinstance(d, int) else truediv(d, 2)
+    return [_like(x, shape=tuple(x.shape[:-1]) + (half,))]
+
+
+@rule("GemmFastGelu", domain=MS)
+def gemm_fast_gelu(ctx):
+    a, b = ctx.input(0), ctx.input(1)
+    if not (_known(a) and _known(b)):
+        return None
+    return [_like(a, shape=matmul_shape(ctx, a.shape, b.shape))]
+
+
+@rule("RelativePositionBias", domain=MS)
+def relative_position_bias(ctx):
+    """(bias_table [buckets, heads], query_length, key_length) -> [1, heads, query_length,
+    key_length] (the lengths are values: unknown where they come from the data)."""
+    table = ctx.input(0)
+    if not _known(table) or len(table.shape) != 2:
+        return None
+    lengths = []
+    for i in (1, 2):
+        entries = value_entries(ctx.input(i)) if ctx.has_input(i) else None
+        e = entries[0] if entries and len(entries) == 1 else None
+        lengths.append(e if e is not None and provably_nonneg(e) else ctx.fresh())
+    return [_like(table, shape=(1, table.shape[1], *lengths))]
+
+
 # --------------------------------------------------------------------------- normalizations
 
 
