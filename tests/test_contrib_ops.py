@@ -405,3 +405,30 @@ def test_gpu_only_ops_have_their_documented_shapes():
     assert shapeinfer.infer(model).shape_strs("y0") == ["1", "4", "S", "M"]
     with pytest.raises(shapeinfer.ShapeInferenceError, match="must be even"):
         shapeinfer.infer(_model("BiasSplitGelu", [_sym("x", F, ("B", "S", 63)), _const("b", _w(63))], 1))
+
+
+# --------------------------------------------------------------------------- NCHWc layout
+
+
+@pytest.mark.parametrize("name", ["cnn_classic.onnx", "segformer_classic.onnx", "vit_torchvision_dynamo.onnx"])
+def test_models_saved_at_ort_enable_all_carry_nchwc_ops(name, tmp_path):
+    """onnxruntime's ORT_ENABLE_ALL rewrites convolutions into its blocked layout (domain
+    com.microsoft.nchwc, block size the machine's): the saved model, made here on this machine,
+    is judged like a corpus model -- every tensor against onnxruntime at the corpus bindings."""
+    from tests import corpus
+
+    entry = next(e for e in corpus.entries() if e["file"] == name)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.optimized_model_filepath = str(tmp_path / name)
+    opts.log_severity_level = 4
+    ort.InferenceSession(f"{entry['dir']}/{name}", opts, providers=["CPUExecutionProvider"])
+    import onnx
+
+    saved = onnx.load(str(tmp_path / name))
+    if not any(n.domain == "com.microsoft.nchwc" for n in saved.graph.node):
+        pytest.skip("this machine's onnxruntime made no NCHWc op")  # (no AVX: no blocked layout)
+    r = corpus.verify(dict(entry, dir=str(tmp_path)), False)
+    assert not r["skipped"] and r["wrong"] == 0, r["details"][:5]
+    # what stays unknown: only the blocked channel counts that are not a multiple of 16
+    assert r["in_input_dims"] >= r["tensors"] - 3, r["unknown_names"]

@@ -546,3 +546,67 @@ def group_query_attention(ctx):
                                          head if head is not None else ctx.fresh()))
     return _outputs(ctx, out, present, present)
 
+
+
+# --------------------------------------------------------------------------- NCHWc layout
+# onnxruntime's ORT_ENABLE_ALL level rewrites convolutions into its blocked NCHWc layout
+# (domain com.microsoft.nchwc); a model saved at that level carries these ops. The channel
+# block is the machine's (8 or 16 floats): a channel count is padded up to it, so a count
+# that is not a multiple of 16 becomes a fresh dim; spatial dims keep their arithmetic.
+
+NCHWC = "com.microsoft.nchwc"
+
+
+@rule("Conv", domain=NCHWC)
+def nchwc_conv(ctx):
+    x = ctx.input(0)
+    out = conv_shape(ctx, x, ctx.input(1))
+    return None if out is None else [_like(x, shape=out)]
+
+
+@rule("MaxPool", "AveragePool", domain=NCHWC)
+def nchwc_pool(ctx):
+    x = ctx.input(0)
+    out = pool_shape(ctx, x, ceil_mode=bool(ctx.attr("ceil_mode", 0)))
+    return None if out is None else [_like(x, shape=out)]
+
+
+@rule("GlobalAveragePool", "GlobalMaxPool", domain=NCHWC)
+def nchwc_global_pool(ctx):
+    x = ctx.input(0)
+    if not _known(x) or len(x.shape) < 3:
+        return None
+    return [_like(x, shape=tuple(x.shape[:2]) + (1,) * (len(x.shape) - 2))]
+
+
+@rule("Upsample", domain=NCHWC)
+def nchwc_upsample(ctx):
+    x, scales = ctx.input(0), ctx.attr("scales")
+    if not _known(x) or not scales or len(scales) != len(x.shape):
+        return None
+    return [_like(x, shape=tuple(mul(d, int(s)) for d, s in zip(x.shape, scales)))]
+
+
+@rule("ReorderInput", domain=NCHWC)
+def reorder_input(ctx):
+    """NCHW (or NHWC with channels_last) to blocked NCHWc: [N, C padded to the block, H, W]."""
+    x = ctx.input(0)
+    if not _known(x) or len(x.shape) < 3:
+        return None
+    if ctx.attr("channels_last", 0):
+        n, c, spatial = x.shape[0], x.shape[-1], tuple(x.shape[1:-1])
+    else:
+        n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    padded = c if isinstance(c, int) and c % 16 == 0 else ctx.fresh("channels")
+    return [_like(x, shape=(n, padded) + spatial)]
+
+
+@rule("ReorderOutput", domain=NCHWC)
+def reorder_output(ctx):
+    """Blocked NCHWc back to NCHW (or NHWC with channels_last) with ``channels`` channels."""
+    x, channels = ctx.input(0), ctx.attr("channels")
+    if not _known(x) or len(x.shape) < 3 or not isinstance(channels, int):
+        return None
+    if ctx.attr("channels_last", 0):
+        return [_like(x, shape=(x.shape[0],) + tuple(x.shape[2:]) + (channels,))]
+    return [_like(x, shape=(x.shape[0], channels) + tuple(x.shape[2:]))]
