@@ -432,3 +432,24 @@ def test_models_saved_at_ort_enable_all_carry_nchwc_ops(name, tmp_path):
     assert not r["skipped"] and r["wrong"] == 0, r["details"][:5]
     # what stays unknown: only the blocked channel counts that are not a multiple of 16
     assert r["in_input_dims"] >= r["tensors"] - 3, r["unknown_names"]
+
+
+def test_an_annotated_fused_model_quantizes_without_a_default_type(tmp_path):
+    """onnxruntime's quantizer reads value_info types; on a fused model onnx's inference gives
+    none for the contrib ops' outputs and quantize_dynamic stops ("Unable to find data type").
+    shapeinfer's annotated model carries them: it quantizes as it is, and the result's every
+    tensor is in the inputs' dims."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from tests import corpus
+
+    entry = next(e for e in corpus.entries() if e["file"] == "bert_fused.onnx")
+    plain = str(tmp_path / "plain_int8.onnx")
+    with pytest.raises(RuntimeError, match="Unable to find data type"):
+        quantize_dynamic(f"{entry['dir']}/bert_fused.onnx", plain, weight_type=QuantType.QInt8)
+    annotated = str(tmp_path / "annotated.onnx")
+    onnx.save(shapeinfer.infer_shapes(onnx.load(f"{entry['dir']}/bert_fused.onnx")), annotated)
+    quantize_dynamic(annotated, str(tmp_path / "bert_fused_int8.onnx"), weight_type=QuantType.QInt8)
+    r = corpus.verify(dict(entry, dir=str(tmp_path), file="bert_fused_int8.onnx"), False)
+    assert r["runs"] and r["wrong"] == 0 and r["in_input_dims"] == r["tensors"], r["unknown_names"]
