@@ -16,7 +16,7 @@ import gc
 from collections import ChainMap
 from typing import Optional
 
-from onnx import TensorProto
+from onnx import AttributeProto, TensorProto
 
 from ..errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
 from ..symbolic import ExpressionTooLarge, add, atom_dim, provably_positive, substitute, sym, term_atoms
@@ -112,6 +112,7 @@ class Engine:
         self.tensor_dims: set = set()
         self.symbols = SymbolTable(model)
         self._rules: dict = {}  # (domain, op, version) -> rule or None, looked up once
+        self._memo: dict = {}  # _memo_key -> the output facts a rule gave (see infer_node)
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
         self.functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
         self._calls: list = []  # the model-local functions being walked, outermost first
@@ -295,8 +296,16 @@ class Engine:
         fn = self._rules.get(key, _NO_RULE)
         if fn is _NO_RULE:
             fn = self._rules[key] = lookup(domain, op, version) if version is not None else None
+        memo_key = None
+        if fn is not None and MEMOIZE and attr_scope is None and not self.assume_nonempty and op not in _NEVER_MEMOIZED:
+            memo_key = _memo_key(key, node, inputs)
+            if memo_key is not None:
+                hit = self._memo.get(memo_key)
+                if hit is not None:
+                    return [Fact(f.dtype, f.shape, f.value) for f in hit]
         if fn is not None:
             ctx = NodeContext(node, inputs, version, self, attr_scope, scope, opsets)
+            mark = (self.symbols._counter, len(self.diagnostics))
             try:
                 got = fn(ctx)
             except ShapeInferenceError as e:
@@ -314,6 +323,11 @@ class Engine:
                 got = None
             if got is not None:
                 if len(got) == n_out and all(o is not None for o in got):
+                    # the same op, attributes and input facts give the same facts -- unless
+                    # the rule minted a symbol (two unknowns are not one) or said something
+                    if memo_key is not None and mark == (self.symbols._counter, len(self.diagnostics)) \
+                            and all(o.type_proto is None for o in got):
+                        self._memo[memo_key] = [Fact(f.dtype, f.shape, f.value) for f in got]
                     return got
                 outs = (list(got) + [None] * n_out)[:n_out]
         if any(o is None for o in outs):
@@ -398,6 +412,44 @@ class Engine:
             local[vi.name] = fact
         self.run_nodes(graph.node, facts, opsets, attr_scope)
         return [facts.get(o.name) or Fact() for o in graph.output]
+
+
+# Rule results are memoized (a model repeats its layers: the same op on the same input facts);
+# tests turn it off to check that nothing changes.
+MEMOIZE = True
+# Rules whose result depends on more than the op, its attributes and its input facts: they walk
+# subgraphs (whose facts hang on the outer scope).
+_NEVER_MEMOIZED = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+
+
+def _memo_key(key: tuple, node, inputs: list):
+    """What a rule's result is a function of: (domain, op, version), the attributes, which
+    inputs and outputs are given, and each input's element type, shape and value. None where
+    one cannot be told cheaply (a subgraph or a reference among the attributes, an input that
+    is a sequence or a map)."""
+    attrs = []
+    for a in node.attribute:
+        if a.type in _GRAPH_ATTRS or a.ref_attr_name:
+            return None
+        attrs.append(a.SerializeToString())
+    facts = []
+    for f in inputs:
+        if f is None:
+            facts.append(None)
+            continue
+        if f.type_proto is not None:
+            return None
+        v = f.value
+        if v is None:
+            facts.append((f.dtype, f.shape))
+        elif v.dtype == object:
+            facts.append((f.dtype, f.shape, v.shape, tuple(v.reshape(-1).tolist())))
+        else:
+            facts.append((f.dtype, f.shape, v.dtype.str, v.shape, v.tobytes()))
+    return (key, tuple(attrs), tuple(not n for n in node.input), tuple(not n for n in node.output), tuple(facts))
+
+
+_GRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
 
 
 # Bounds on the walk (DESIGN: every loop and recursion has one): function calls and subgraphs
