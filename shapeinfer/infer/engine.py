@@ -222,9 +222,11 @@ class Engine:
         while i < len(order):
             node = order[i]
             inputs = []
+            absent = False
             for n in node.input:
                 if not n:
                     inputs.append(None)
+                    absent = True
                     continue
                 f = facts.get(n)
                 if f is None and n not in facts:
@@ -237,7 +239,7 @@ class Engine:
                         break
                 inputs.append(f)
             else:
-                outs = self.infer_node(node, inputs, opsets, attr_scope, facts)
+                outs = self.infer_node(node, inputs, opsets, attr_scope, facts, absent)
                 for fact in outs:
                     if fact.shape:
                         for d in fact.shape:
@@ -282,7 +284,9 @@ class Engine:
         name = TensorProto.DataType.Name(fact.dtype).lower()
         self.warn(node, f"integer overflow: a value {bad[0]} does not fit {name} (it wraps at run time)", kind="overflow")
 
-    def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope) -> list:
+    def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope, absent: bool = True) -> list:
+        """The output facts of one node. ``absent``: some input name is empty (False lets the
+        memo skip looking)."""
         op, raw_domain = node.op_type, node.domain
         if self.functions:
             function = self.functions.get(function_key(raw_domain, op, getattr(node, "overload", "")))
@@ -298,7 +302,7 @@ class Engine:
             fn = self._rules[key] = lookup(domain, op, version) if version is not None else None
         memo_key = None
         if fn is not None and MEMOIZE and attr_scope is None and not self.assume_nonempty and op not in _NEVER_MEMOIZED:
-            memo_key = _memo_key(key, node, inputs)
+            memo_key = _memo_key(key, node, inputs, absent)
             if memo_key is not None:
                 hit = self._memo.get(memo_key)
                 if hit is not None:
@@ -422,16 +426,21 @@ MEMOIZE = True
 _NEVER_MEMOIZED = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 
-def _memo_key(key: tuple, node, inputs: list):
+def _memo_key(key: tuple, node, inputs: list, absent: bool = True):
     """What a rule's result is a function of: (domain, op, version), the attributes, which
     inputs and outputs are given, and each input's element type, shape and value. None where
     one cannot be told cheaply (a subgraph or a reference among the attributes, an input that
     is a sequence or a map)."""
-    attrs = []
-    for a in node.attribute:
-        if a.type in _GRAPH_ATTRS or a.ref_attr_name:
-            return None
-        attrs.append(a.SerializeToString())
+    attrs = node.attribute
+    if attrs:
+        parts = []
+        for a in attrs:
+            if a.type in _GRAPH_ATTRS or a.ref_attr_name:
+                return None
+            parts.append(a.SerializeToString())
+        attrs = tuple(parts)
+    else:
+        attrs = ()
     facts = []
     for f in inputs:
         if f is None:
@@ -446,7 +455,10 @@ def _memo_key(key: tuple, node, inputs: list):
             facts.append((f.dtype, f.shape, v.shape, tuple(v.reshape(-1).tolist())))
         else:
             facts.append((f.dtype, f.shape, v.dtype.str, v.shape, v.tobytes()))
-    return (key, tuple(attrs), tuple(not n for n in node.input), tuple(not n for n in node.output), tuple(facts))
+    given_in = tuple(not n for n in node.input) if absent else len(inputs)
+    outputs = node.output
+    given_out = tuple(not n for n in outputs) if len(outputs) != 1 else outputs[0] == ""
+    return (key, attrs, given_in, given_out, tuple(facts))
 
 
 _GRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
