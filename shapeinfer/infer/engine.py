@@ -113,6 +113,7 @@ class Engine:
         self.symbols = SymbolTable(model)
         self._rules: dict = {}  # (domain, op, version) -> rule or None, looked up once
         self._memo: dict = {}  # _memo_key -> the output facts a rule gave (see infer_node)
+        self._clean_hit = False  # the last infer_node was served by the memo
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
         self.functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
         self._calls: list = []  # the model-local functions being walked, outermost first
@@ -239,18 +240,21 @@ class Engine:
                         break
                 inputs.append(f)
             else:
+                self._clean_hit = False
                 outs = self.infer_node(node, inputs, opsets, attr_scope, facts, absent)
-                for fact in outs:
-                    if fact.shape:
-                        for d in fact.shape:
-                            if d.__class__ is int and d > INT64_MAX:
-                                self._dim_past_int64(node, fact)
-                                break
+                checked = self._clean_hit  # (a memo hit: its facts passed the checks below when stored)
+                if not checked:
+                    for fact in outs:
+                        if fact.shape:
+                            for d in fact.shape:
+                                if d.__class__ is int and d > INT64_MAX:
+                                    self._dim_past_int64(node, fact)
+                                    break
                 for name, fact in zip(node.output, outs):
                     if type(name) is not str:
                         raise ModelLoadError(f"node {node_label(node)!r} ({node.op_type}): an output name is not "
                                              f"valid UTF-8 ({name!r}); the file is corrupt")
-                    if fact.value is not None and fact.dtype in INT_RANGES and fact.value.dtype == object:
+                    if not checked and fact.value is not None and fact.dtype in INT_RANGES and fact.value.dtype == object:
                         self._check_overflow(node, fact)
                     if name:
                         facts[name] = fact
@@ -306,6 +310,7 @@ class Engine:
             if memo_key is not None:
                 hit = self._memo.get(memo_key)
                 if hit is not None:
+                    self._clean_hit = True
                     return [Fact(f.dtype, f.shape, f.value) for f in hit]
         if fn is not None:
             ctx = NodeContext(node, inputs, version, self, attr_scope, scope, opsets)
@@ -330,7 +335,7 @@ class Engine:
                     # the same op, attributes and input facts give the same facts -- unless
                     # the rule minted a symbol (two unknowns are not one) or said something
                     if memo_key is not None and mark == (self.symbols._counter, len(self.diagnostics)) \
-                            and all(o.type_proto is None for o in got):
+                            and all(o.type_proto is None and _passes_checks(o) for o in got):
                         self._memo[memo_key] = [Fact(f.dtype, f.shape, f.value) for f in got]
                     return got
                 outs = (list(got) + [None] * n_out)[:n_out]
@@ -462,6 +467,20 @@ def _memo_key(key: tuple, node, inputs: list, absent: bool = True):
 
 
 _GRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
+
+
+def _passes_checks(fact) -> bool:
+    """No dim past int64 and no integer value out of its type's range: what run_nodes checks
+    after each node, so that a memo hit need not be checked again."""
+    if fact.shape:
+        for d in fact.shape:
+            if d.__class__ is int and d > INT64_MAX:
+                return False
+    v = fact.value
+    if v is not None and fact.dtype in INT_RANGES and v.dtype == object:
+        lo, hi = INT_RANGES[fact.dtype]
+        return all(type(e) is not int or lo <= e <= hi for e in v.reshape(-1).tolist())
+    return True
 
 
 # Bounds on the walk (DESIGN: every loop and recursion has one): function calls and subgraphs
