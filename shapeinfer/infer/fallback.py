@@ -63,7 +63,9 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope) -> lis
     try:
         schema = defs.get_schema(node.op_type, version, domain)
     except ONNX_FAILURES:
-        engine.warn(node, "op unknown to the installed onnx; outputs unknown", kind="unknown-op")
+        where = f"{domain or 'ai.onnx'} opset {version}"
+        engine.warn(node, f"op {node.op_type} of domain {domain or 'ai.onnx'!r} is unknown to shapeinfer and to the "
+                          f"installed onnx ({where}); outputs unknown", kind="unknown-op")
         return [None] * n_out
     input_types = {}
     input_data = {}
