@@ -333,6 +333,12 @@ def _mha():
         [("q", F, ["B", "S", D], None), ("k", F, ["B", "S", D], None), ("v", F, ["B", "S", D], None),
          ("past_k", F, ["B", N, "P", h], None), ("past_v", F, ["B", N, "P", h], None)],
         ["y", "pk", "pv"], grid(B=[0, 1, 2], S=[0, 1, 3], P=[0, 1, 5]))
+    yield "_qk_output", Case(
+        [node("MultiHeadAttention", ["q", "k", "v", "", "", "", "past_k", "past_v"], ["y", "pk", "pv", "qk"],
+              num_heads=N)],
+        [("q", F, ["B", "S", D], None), ("k", F, ["B", "S", D], None), ("v", F, ["B", "S", D], None),
+         ("past_k", F, ["B", N, "P", h], None), ("past_v", F, ["B", N, "P", h], None)],
+        ["y", "pk", "pv", "qk"], grid(B=[0, 1, 2], S=[0, 1, 3], P=[0, 1, 5]))
     yield "_bnsh_key_value", Case(
         [node("MultiHeadAttention", ["q", "k", "v"], ["y", "pk", "pv"], num_heads=N)],
         [("q", F, ["B", "S", D], None), ("k", F, ["B", N, "L", h], None), ("v", F, ["B", N, "L", h], None)],
@@ -360,13 +366,31 @@ def _gqa():
         else:
             inputs.append(("total", I32, [], lambda shape, sizes: np.array(sizes["P"] + sizes["S"], np.int32)))
         names = ["q", "" if packed else "k", "" if packed else "v", "past_k", "past_v", "seqlens", "total"]
-        nodes.append(node("GroupQueryAttention", names, ["y", "pk", "pv"], num_heads=N, kv_num_heads=K))
+        outs = ["y", "pk", "pv", "qk"] if total_from_shapes else ["y", "pk", "pv"]
+        nodes.append(node("GroupQueryAttention", names, outs, num_heads=N, kv_num_heads=K,
+                          qk_output=int(total_from_shapes)))
         # onnxruntime: a batch above 1 only one token at a time once there is a past
         sizes = [dict(s, T=s["P"] + s["S"]) for s in grid(B=[1, 2], S=[1, 3], P=[0, 1, 4])
                  if s["B"] == 1 or s["S"] == 1 or s["P"] == 0]
         fresh = {} if total_from_shapes else {"pk": (2,), "pv": (2,)}
         yield f"_packed{int(packed)}_total_from_shapes{int(total_from_shapes)}", Case(
-            nodes, inputs, ["y", "pk", "pv"], sizes, inits, fresh)
+            nodes, inputs, outs, sizes, inits, fresh)
+    def gqa_case(attrs, outs, fresh, sizes):
+        return Case(
+            [node("GroupQueryAttention", ["q", "k", "v", "past_k", "past_v", "seqlens", "total"], outs, num_heads=N,
+                  kv_num_heads=K, **attrs)],
+            [("q", F, ["B", "S", N * h], None), ("k", F, ["B", "S", K * h], None), ("v", F, ["B", "S", K * h], None),
+             ("past_k", F, ["B", K, "P", h], None), ("past_v", F, ["B", K, "P", h], None),
+             ("seqlens", I32, ["B"], lambda shape, sizes: np.full(shape, sizes["T"] - 1, np.int32)),
+             ("total", I32, [], lambda shape, sizes: np.array(sizes["T"], np.int32))],
+            outs, sizes, fresh=fresh)
+    # a windowed cache keeps its capacity P, whatever T is
+    yield "_sliding_window", gqa_case({"sliding_window_cache": 1, "local_window_size": 4}, ["y", "pk", "pv"], {},
+                                      [{"B": 1, "S": s, "P": 6, "T": t} for s, t in ((1, 3), (3, 3), (1, 9), (3, 9))]
+                                      + [{"B": 1, "S": 1, "P": 4, "T": 7}])
+    # output_qk spans T (a graph input here: fresh), also where the cache is a fixed buffer (T <= P)
+    yield "_qk_output", gqa_case({"qk_output": 1}, ["y", "pk", "pv", "qk"], {"pk": (2,), "pv": (2,), "qk": (3,)},
+                                 [{"B": b, "S": 1, "P": p, "T": t} for b, p, t in ((1, 4, 5), (2, 8, 5), (1, 1, 1))])
     yield "_prompt_without_past", Case(
         [node("GroupQueryAttention", ["q", "k", "v", "", "", "seqlens", "total"], ["y", "pk", "pv"], num_heads=N,
               kv_num_heads=K)],
@@ -398,7 +422,8 @@ def _embed():
 @case("qembed_layer_norm")
 def _qembed():
     H = 8
-    q = lambda *s: rand(*s, dtype=np.uint8)
+    def q(*shape):
+        return rand(*shape, dtype=np.uint8)
     names = ["ids", "", "word", "pos", "", "gamma", "beta", "", "ws", "ps", "", "gs", "bs", "wz", "pz", "", "gz", "bz"]
     yield "", Case(
         [node("QEmbedLayerNormalization", names, ["y", "mask_index"])],
@@ -456,6 +481,15 @@ def _quantize():
         inits = [init("sc", SCALE)] + ([init("zp", zp)] if zp is not None else [])
         yield f"_ms_QuantizeLinear_{'none' if zp is None else zp.dtype}", Case(
             [node("QuantizeLinear", names, ["y"])], [("x", F, ["B", "S"], None)], ["y"], sizes, inits)
+    # the default-domain ops: onnx's own inference keeps their symbolic dims (no rule of ours)
+    for axis_scale in (False, True):
+        sc = np.full(4, 0.05, np.float32) if axis_scale else SCALE
+        zp = np.zeros(4, np.int8) if axis_scale else ZP_I8
+        attrs = {"axis": 1} if axis_scale else {}
+        yield f"_onnx_QuantizeLinear_axis{int(axis_scale)}", Case(
+            [node("QuantizeLinear", ["x", "sc", "zp"], ["y"], domain="", **attrs),
+             node("DequantizeLinear", ["y", "sc", "zp"], ["z"], domain="", **attrs)],
+            [("x", F, ["B", 4, "S"], None)], ["y", "z"], grid(B=[0, 1, 3], S=[1, 4]), [init("sc", sc), init("zp", zp)])
     for elem, zp in ((U8, ZP_U8), (I8, ZP_I8)):
         yield f"_ms_DequantizeLinear_{elem}", Case(
             [node("DequantizeLinear", ["x", "sc", "zp"], ["y"])], [("x", elem, ["B", "S"], None)], ["y"], sizes,
@@ -500,14 +534,14 @@ def _qlinear_pools():
 
 @case("dynamic_quantize_lstm")
 def _dq_lstm():
-    H, I = 3, 4
+    H, n_in = 3, 4
     for direction in ("forward", "bidirectional"):
         d = 2 if direction == "bidirectional" else 1
         names = ["x", "w", "r", "", "", "", "", "", "wsc", "wz", "rsc", "rz"]
         yield f"_{direction}", Case(
             [node("DynamicQuantizeLSTM", names, ["y", "yh", "yc"], hidden_size=H, direction=direction)],
-            [("x", F, ["S", "B", I], None)], ["y", "yh", "yc"], grid(S=[1, 3], B=[1, 2]),
-            [init("w", rand(d, I, 4 * H, dtype=np.int8)), init("r", rand(d, H, 4 * H, dtype=np.int8)),
+            [("x", F, ["S", "B", n_in], None)], ["y", "yh", "yc"], grid(S=[1, 3], B=[1, 2]),
+            [init("w", rand(d, n_in, 4 * H, dtype=np.int8)), init("r", rand(d, H, 4 * H, dtype=np.int8)),
              init("wsc", np.full(d, 0.05, np.float32)), init("wz", np.zeros(d, np.int8)),
              init("rsc", np.full(d, 0.05, np.float32)), init("rz", np.zeros(d, np.int8))])
 
@@ -607,3 +641,23 @@ def test_the_com_microsoft_opset_version_selects_the_rule():
     assert lookup(MS, "Attention", 1) is not None
     assert lookup(MS, "Attention", 0) is None  # before the op existed
     assert lookup("", "Attention", 21) is None  # the domains are not mixed up
+
+
+def test_check_warns_about_a_runtime_op_in_the_default_domain_naming_the_node_and_does_not_fail():
+    """onnx.checker refuses SimplifiedLayerNormalization in the default domain; onnxruntime runs
+    it (its session optimizer writes it there): a warning per node, and the model passes."""
+    nodes = [node("SimplifiedLayerNormalization", ["x", "s"], ["h"], domain="", name="rms_0", axis=-1, epsilon=1e-5),
+             node("SkipLayerNormalization", ["h", "x", "s"], ["y"], name="skip_ln")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, ["B", "S", 8])],
+                              [helper.make_tensor_value_info("y", F, ["B", "S", 8])], [init("s", rand(8))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)],
+                              ir_version=8)
+    got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": rand(2, 3, 8)})
+    assert got[0].shape == (2, 3, 8)
+    report = shapeinfer.check(model)
+    assert report.ok, [f.line() for f in report.errors]
+    found = [f for f in report.findings if f.code == "runtime-op"]
+    assert len(found) == 1 and found[0].severity == "warning" and found[0].node == "rms_0", report.findings
+    assert "onnxruntime runs it" in found[0].message
+    assert not [f for f in report.findings if f.code in ("unknown-op", "unknown-dims", "inference-fallback")], report.findings
+    assert not shapeinfer.check(model, strict=True).ok

@@ -300,7 +300,8 @@ def multi_head_attention(ctx):
 def group_query_attention(ctx):
     """query [B, S, N*h] (or packed QKV [B, S, (N + 2*Nkv)*h] with no key/value), past_key and
     past_value [B, Nkv, P, h], total_sequence_length a scalar T.
-    output [B, S, N*h]; present_key/present_value [B, Nkv, L, h].
+    output [B, S, N*h]; present_key/present_value [B, Nkv, L, h]; output_qk [B, N, S, T] (T also
+    where the cache is a fixed buffer longer than T).
 
     onnxruntime's CPU kernel makes L = max(T, P): without a past T must equal S, so L = S; with
     a past the cache is either growing (T = P + S) or a fixed buffer (T <= P), which only T's
@@ -336,7 +337,12 @@ def group_query_attention(ctx):
         length = ctx.fresh("kv_len")
     else:
         total = scalar_dim(ctx, 6)
-        length = dmax(total, past[2]) if total is not None else ctx.fresh()
+        length = dmax(total, past[2]) if total is not None else ctx.fresh("kv_len")
+    total = scalar_dim(ctx, 6)
+    if past is None:
+        qk_len = seq  # without a past T equals S
+    else:
+        qk_len = total if total is not None else ctx.fresh("kv_len")
     quantized = any(ctx.attr(a, b"NONE") not in (b"NONE", "NONE") for a in ("k_quant_type", "v_quant_type"))
     if past is not None:
         present = (past[0], past[1], length, past[3])
@@ -346,7 +352,7 @@ def group_query_attention(ctx):
         Fact(dtype=dtype, shape=(batch, seq, hidden)),
         Fact(dtype=cache_type, shape=present),
         Fact(dtype=cache_type, shape=present),
-        Fact(dtype=dtype, shape=(batch, n, seq, ctx.fresh())),
+        Fact(dtype=dtype, shape=(batch, n, seq, qk_len)),
     ])
 
 
