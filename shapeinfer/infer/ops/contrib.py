@@ -256,9 +256,8 @@ def multi_head_attention(ctx):
     q = shape_of(ctx, 0)
     dtype = dtype_of(ctx, 0)
     n = _num_heads(ctx)
-    unknown = answer(ctx, [Fact(dtype=dtype)] * 3 + [Fact(dtype=dtype)])
     if q is None:
-        return unknown
+        return answer(ctx, [Fact(dtype=dtype) for _ in range(4)])
     k, v = shape_of(ctx, 1), shape_of(ctx, 2)
     batch, seq = q[0], q[1]
     kv_len = head_k = head_v = None
