@@ -54,7 +54,7 @@ from ..symbolic.search import binding_str, counterexample, holds
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
 from .render import render_json, render_junit, render_text
 from .shapes import broadcast_condition, declared_shapes, per_node
-from .tolerances import graphs_of, tolerated
+from .tolerances import graphs_of, runtime_op_nodes, tolerated
 
 __all__ = ["CheckReport", "Finding", "check", "check_many", "exit_code", "render_json", "render_junit", "render_text"]
 
@@ -120,6 +120,8 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
             else:
                 report.add(WARNING, "conditional-shape", f"{d.message}; it fails for {binding_str(example)}",
                            d.node_name, d.op_type)
+        elif d.kind == "opset-implied":
+            continue  # onnx.checker's complaint says it (missing-opset-import)
         else:
             severity, code = codes.get(d.kind, (WARNING, "inference-fallback"))
             report.add(severity, code, d.message, d.node_name, d.op_type)
@@ -153,7 +155,9 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
                 return  # onnxruntime refuses it too: the type check would add nothing
             seen.add(text)
             tolerance, match = found
-            report.add(WARNING, tolerance.code, tolerance.explain(match))
+            where = runtime_op_nodes(model, match) if tolerance.code == "runtime-op" else [("", "")]
+            for node, op in where:  # an op only onnxruntime runs: one warning per node using it
+                report.add(WARNING, tolerance.code, tolerance.explain(match), node, op)
             if not copied:
                 model, copied = ModelProto(), True
                 model.CopyFrom(m)

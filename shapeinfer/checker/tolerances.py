@@ -116,6 +116,17 @@ def _move_runtime_ops(model: ModelProto, match, facts) -> bool:
     return True
 
 
+def runtime_op_nodes(model: ModelProto, match) -> list:
+    """(node label, op) of every default-domain node using the op a "runtime-op" complaint names,
+    subgraphs included ([("", "")] when none is found: the complaint still stands)."""
+    from ..graph.structure import node_label
+
+    op = match.group("op")
+    found = [(node_label(n), n.op_type) for graph in graphs_of(model) for n in graph.node
+             if n.op_type == op and n.domain in ("", "ai.onnx")]
+    return found or [("", "")]
+
+
 def _add_opset_import(model: ModelProto, match, facts) -> bool:
     model.opset_import.append(helper.make_opsetid(match.group("domain"), 1))
     return True

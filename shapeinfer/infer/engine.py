@@ -53,7 +53,7 @@ class Diagnostic:
     """Something inference noticed. ``severity`` is "error" (a node broke its op's rule, in the
     keep-going mode of shapeinfer check), "warning" or "info"; ``kind`` says what it is for the
     check: "shape-error", "overflow", "condition" (valid only for some sizes: ``dims`` holds
-    (kind, a, b)), "future-opset", "unknown-op", "fallback"."""
+    (kind, a, b)), "future-opset", "unknown-op", "opset-implied", "fallback"."""
 
     __slots__ = ("severity", "node_name", "op_type", "message", "dims", "kind")
 
@@ -121,6 +121,7 @@ class Engine:
         self._work = 0  # nodes walked, bodies included
         self._work_limit = None  # proportional to the model; counted when a body is first walked
         self.diagnostics: list = []
+        self._implied: set = set()  # domains read at an implied version (see IMPLIED_OPSETS)
         self.facts: dict = {}
         self.produced: list = []
         self.ir_version = model.ir_version
@@ -299,6 +300,8 @@ class Engine:
         domain = "" if raw_domain == "ai.onnx" else raw_domain
         n_out = len(node.output)
         version = opsets.get(domain)
+        if version is None and domain in IMPLIED_OPSETS:
+            version = self._implied_opset(node, domain)
         outs: list = [None] * n_out
         key = (domain, op, version)
         fn = self._rules.get(key, _NO_RULE)
@@ -347,6 +350,16 @@ class Engine:
                 fb = infer_with_onnx(self, node, inputs, opsets, attr_scope, have_rule=fn is not None)
             outs = [o if o is not None else (f if f is not None else Fact()) for o, f in zip(outs, fb)]
         return outs
+
+    def _implied_opset(self, node, domain: str) -> int:
+        """The version a runtime reads a domain at when the model imports no opset for it
+        (onnxruntime adds the import itself, at its latest version); said once per domain."""
+        version = IMPLIED_OPSETS[domain]
+        if domain not in self._implied:
+            self._implied.add(domain)
+            self.warn(node, f"nodes of domain {domain!r} but no opset import for it: read at version {version}, "
+                            "as onnxruntime does", kind="opset-implied", severity="info")
+        return version
 
     def _deeper(self, node, what: str) -> bool:
         """Whether walking one more body (a function call, a subgraph) stays within bounds; if
@@ -489,6 +502,9 @@ def _passes_checks(fact) -> bool:
 # WORK_PER_NODE times the model's nodes plus WORK_FLOOR (functions that call the next one twice,
 # 40 deep, would take 2^40 walks).
 MAX_NESTING = 100
+# Domains onnxruntime reads without an opset import (it adds one at its latest version): their
+# nodes keep their rules instead of becoming unknown. com.microsoft has only version 1.
+IMPLIED_OPSETS = {"com.microsoft": 1}
 INT64_MAX = 2**63 - 1
 WORK_PER_NODE = 32
 WORK_FLOOR = 20_000

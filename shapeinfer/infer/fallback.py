@@ -67,9 +67,9 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope, have_r
     except ONNX_FAILURES:
         if have_rule:
             return [None] * n_out
-        where = f"domain {domain!r} (opset {version})" if domain else f"the default domain (opset {version})"
-        engine.warn(node, f"op {node.op_type} of {where} is unknown to shapeinfer and to the installed onnx; "
-                          "outputs unknown", kind="unknown-op")
+        where = f"{domain or 'ai.onnx'} opset {version}"
+        engine.warn(node, f"op {node.op_type} of domain {domain or 'ai.onnx'!r} is unknown to shapeinfer and to the "
+                          f"installed onnx ({where}); outputs unknown", kind="unknown-op")
         return [None] * n_out
     input_types = {}
     input_data = {}

@@ -1,554 +1,432 @@
-"""onnxruntime's contrib ops (domain ``com.microsoft``) and the quantization ops.
+"""onnxruntime's own ops (domain ``com.microsoft``) that transformer exports and onnxruntime's
+graph fusions produce: the fused normalizations, activations, MatMul/Gemm/Conv with fused
+epilogues, the attention family, rotary embeddings and the BERT embedding layer.
 
-What quantizing, float16 conversion and onnxruntime's transformer optimizer put into a model:
-fused normalizations and activations, the attention ops, quantized convolutions and matmuls.
-Their shapes follow onnxruntime's contrib-op documentation (docs/ContribOperators.md in its
-repository) and, where the documentation is silent, what onnxruntime's CPU provider computes
-(tests/test_contrib_ops.py runs every rule against it). A dim no rule can state is left to a
-fresh symbol, never guessed: the attention ops' present length with a shared past buffer, an
-input of a rank the op does not take.
+Semantics are onnxruntime's contrib-op schemas (docs/ContribOperators.md); where the text is
+vague the rule follows what onnxruntime's CPU kernels produce, and a dim they make from data
+(a buffer length chosen at run time) is a fresh symbol. Where onnxruntime departs from its
+own documentation it is said beside the rule. The quantized ops of the domain live in
+``quantized.py``.
 
-onnxruntime's session optimizer writes ``SimplifiedLayerNormalization`` (and a few others) into
-the *default* domain, where onnxruntime registers them: they have rules there too.
+Every rule answers every output: a Fact with a fresh dim where the dim is not expressible,
+and with an unknown rank where even that is not known -- never None, which would send the
+node to onnx's inference (onnx does not know these ops).
 """
 
 from __future__ import annotations
 
 from onnx import TensorProto
 
-from ...symbolic import add, dmax, floordiv, mul, provably_nonneg, truediv
-from ..facts import Fact
+from ...symbolic import add, dmax, floordiv, mul, provably_nonneg
+from ..facts import Fact, as_dim
 from ..registry import rule
-from ._util import broadcast_shapes, normalize_axis, value_entries
+from ._util import normalize_axis
 from .conv import conv_shape, pool_shape
 from .linalg import gemm_shape, matmul_shape
+from .same_shape import layer_norm
 
 MS = "com.microsoft"
 
 
-def _known(fact) -> bool:
-    return fact is not None and fact.shape is not None
+# -- helpers ----------------------------------------------------------------------------------
+
+def shape_of(ctx, i: int) -> tuple | None:
+    """The shape of input i, or None when the input is absent or its rank unknown."""
+    if not ctx.has_input(i):
+        return None
+    f = ctx.input(i)
+    return None if f is None else f.shape
 
 
-def _like(fact, dtype=None, shape=None) -> Fact:
-    return Fact(dtype=fact.dtype if dtype is None else dtype, shape=fact.shape if shape is None else shape)
-
-
-def _outputs(ctx, *facts) -> list:
-    """One entry per node output (an optional output not produced gets nothing)."""
-    out = list(facts)[: len(ctx.node.output)]
-    return out + [None] * (len(ctx.node.output) - len(out))
-
-
-def _dtype_of(ctx, i: int, default: int) -> int:
+def dtype_of(ctx, i: int, default: int = 0) -> int:
     f = ctx.input(i) if ctx.has_input(i) else None
     return f.dtype if f is not None and f.dtype else default
 
 
-def _reduced(shape: tuple, axis: int) -> tuple:
-    """A normalization's statistics: the dims before axis, 1 from axis on."""
-    return tuple(shape[:axis]) + (1,) * (len(shape) - axis)
+def answer(ctx, facts: list) -> list:
+    """One Fact per node output (an unknown one where the rule had nothing)."""
+    n = len(ctx.node.output)
+    out = list(facts[:n]) + [None] * (n - len(facts))
+    return [f if f is not None else Fact() for f in out]
 
 
-# --------------------------------------------------------------------------- elementwise
+def exact_div(ctx, d, k: int):
+    """d / k for a dim the op requires to be a multiple of k: a plain int when d is one (an
+    error when it is not divisible), ``floor(d/k)`` otherwise -- equal to d/k at every size
+    the node runs with."""
+    if k <= 0:
+        raise ctx.error(f"cannot divide dim {d} into {k} parts")
+    if isinstance(d, int):
+        if d % k:
+            raise ctx.error(f"dim {d} is not a multiple of {k}")
+        return d // k
+    return floordiv(d, k)
 
 
-@rule("FastGelu", "Gelu", "QuickGelu", "BiasGelu", "BiasAdd", "BiasSoftmax", "RotaryEmbedding", domain=MS)
-def same_as_input(ctx):
-    """The output has input 0's shape and type (a bias is added along the last axis)."""
-    x = ctx.input(0)
-    return _outputs(ctx, _like(x)) if _known(x) else None
+def int_attr(ctx, name: str) -> int | None:
+    v = ctx.attr(name)
+    return int(v) if isinstance(v, int) else None
 
 
-# Ops onnxruntime runs on GPUs only (no CPU kernel): the shapes its documentation gives.
-
-
-@rule("GroupNorm", "SkipGroupNorm", domain=MS)
-def group_norm(ctx):
-    """NHWC group normalization: the output (and SkipGroupNorm's sum output) like the input."""
-    x = ctx.input(0)
-    return [_like(x) for _ in ctx.node.output] if _known(x) else None
-
-
-@rule("BiasSplitGelu", domain=MS)
-def bias_split_gelu(ctx):
-    """[N, S, D] -> [N, S, D/2]: the biased input split in two halves along the last axis."""
-    x = ctx.input(0)
-    if not _known(x) or not x.shape:
+def scalar_dim(ctx, i: int):
+    """The value of a scalar (or one-element) integer input as a dim, when it is known."""
+    f = ctx.input(i) if ctx.has_input(i) else None
+    if f is None or f.value is None or f.value.size != 1:
         return None
-    d = x.shape[-1]
-    if isinstance(d, int) and d % 2:
-        raise ctx.error(f"the last dim ({d}) must be even")
-    half = d // 2 if isinstance(d, int) else truediv(d, 2)
-    return [_like(x, shape=tuple(x.shape[:-1]) + (half,))]
+    return as_dim(f.value.reshape(-1).tolist()[0])
 
 
-@rule("GemmFastGelu", domain=MS)
-def gemm_fast_gelu(ctx):
-    a, b = ctx.input(0), ctx.input(1)
-    if not (_known(a) and _known(b)):
-        return None
-    return [_like(a, shape=matmul_shape(ctx, a.shape, b.shape))]
+def same_as_input(ctx, i: int = 0) -> list:
+    f = ctx.input(i)
+    if f is None:
+        return answer(ctx, [])
+    return answer(ctx, [Fact(dtype=f.dtype, shape=f.shape)])
 
 
-@rule("RelativePositionBias", domain=MS)
-def relative_position_bias(ctx):
-    """(bias_table [buckets, heads], query_length, key_length) -> [1, heads, query_length,
-    key_length] (the lengths are values: unknown where they come from the data)."""
-    table = ctx.input(0)
-    if not _known(table) or len(table.shape) != 2:
-        return None
-    lengths = []
-    for i in (1, 2):
-        entries = value_entries(ctx.input(i)) if ctx.has_input(i) else None
-        e = entries[0] if entries and len(entries) == 1 else None
-        lengths.append(e if e is not None and provably_nonneg(e) else ctx.fresh())
-    return [_like(table, shape=(1, table.shape[1], *lengths))]
+# -- normalizations ---------------------------------------------------------------------------
 
-
-# --------------------------------------------------------------------------- normalizations
-
-
-def _norm_outputs(ctx, x, stats_from: int, sum_index=None):
-    """Y like x; the statistics outputs (from index stats_from) reduced from the axis on; the
-    optional sum output (sum_index) like x."""
-    r = len(x.shape)
-    axis = normalize_axis(ctx, ctx.attr("axis", -1), r) if r else 0
-    stash = ctx.attr("stash_type", TensorProto.FLOAT)
-    outs = []
-    for i in range(len(ctx.node.output)):
-        if i == 0 or i == sum_index:
-            outs.append(_like(x))
-        elif i >= stats_from:
-            outs.append(Fact(dtype=stash, shape=_reduced(x.shape, axis)))
-        else:
-            outs.append(None)
-    return outs
-
-
-@rule("SimplifiedLayerNormalization", since=1)
-def simplified_layer_norm(ctx):
-    """(X, scale) -> Y, inv_std_var: RMS normalization over the axes from ``axis`` on.
-    onnxruntime registers it in the default domain (its session optimizer writes it there)."""
-    x = ctx.input(0)
-    return _norm_outputs(ctx, x, 1) if _known(x) else None
-
-
-@rule("LayerNormalization", since=1)
-def layer_norm_before_17(ctx):
-    """LayerNormalization before opset 17 is onnxruntime's (in the default domain, as its fusions
-    write it); from 17 on it is onnx's (same_shape.py), with the same shapes."""
-    x = ctx.input(0)
-    return _norm_outputs(ctx, x, 1) if _known(x) else None
-
-
-@rule("LayerNormalization", "SimplifiedLayerNormalization", since=1, domain=MS)
-def ms_layer_norm(ctx):
-    x = ctx.input(0)
-    return _norm_outputs(ctx, x, 1) if _known(x) else None
-
-
-@rule("SkipLayerNormalization", "SkipSimplifiedLayerNormalization", domain=MS)
+@rule("SkipLayerNormalization", "SkipSimplifiedLayerNormalization", since=1, domain=MS)
 def skip_layer_norm(ctx):
-    """(input, skip, gamma[, beta][, bias]) -> output, mean, inv_std_var, input_skip_bias_sum:
-    the statistics are [.., 1] over the last axis (the hidden size)."""
+    """Outputs: the normalized sum [.., H]; mean and inv_std_var [.., 1] (float); the sum
+    input + skip (+ bias) [.., H]. The skip may be smaller than the input (it broadcasts):
+    every output follows the input."""
     x = ctx.input(0)
-    if not _known(x) or not x.shape:
-        return None
-    outs = [_like(x)]
-    for i in range(1, len(ctx.node.output)):
-        outs.append(_like(x) if i == 3 else Fact(dtype=TensorProto.FLOAT, shape=tuple(x.shape[:-1]) + (1,)))
-    if len(outs) > 1 and x.dtype != TensorProto.FLOAT:
-        outs[1:3] = [None] * len(outs[1:3])  # float16 inputs: the statistics' type is not documented
-    return outs
+    if x is None:
+        return answer(ctx, [])
+    stats = None if x.shape is None or not x.shape else tuple(x.shape[:-1]) + (1,)
+    return answer(ctx, [
+        Fact(dtype=x.dtype, shape=x.shape),
+        Fact(dtype=TensorProto.FLOAT, shape=stats),
+        Fact(dtype=TensorProto.FLOAT, shape=stats),
+        Fact(dtype=x.dtype, shape=x.shape),
+    ])
 
 
-@rule("EmbedLayerNormalization", domain=MS)
-def embed_layer_norm(ctx):
-    """(input_ids [B,S], segment_ids, word_embedding [V,H], position_embedding, segment_embedding,
-    gamma, beta[, mask][, position_ids]) -> output [B,S,H], mask_index [B] (int32),
-    embedding_sum [B,S,H]."""
-    ids, words = ctx.input(0), ctx.input(2)
-    if not (_known(ids) and _known(words)) or len(ids.shape) != 2 or len(words.shape) != 2:
-        return None
-    b, s = ids.shape
-    hidden = Fact(dtype=words.dtype, shape=(b, s, words.shape[1]))
-    return _outputs(ctx, hidden, Fact(dtype=TensorProto.INT32, shape=(b,)), hidden)
+def _norm_with_stats(ctx):
+    """Y like X (in the scale's type), then statistics over the dims from ``axis`` on, kept as
+    1s, in ``stash_type``: onnxruntime's SimplifiedLayerNormalization (Y, inv_std_var) and its
+    LayerNormalization before ONNX defined one (Y, mean, inv_std_var)."""
+    x = ctx.input(0)
+    if x is None:
+        return answer(ctx, [])
+    y_type = dtype_of(ctx, 1, x.dtype)
+    stash = ctx.attr("stash_type", TensorProto.FLOAT)
+    stats = None
+    if x.shape is not None:
+        r = len(x.shape)
+        axis = normalize_axis(ctx, ctx.attr("axis", -1), r)
+        stats = tuple(x.shape[:axis]) + (1,) * (r - axis)
+    return answer(ctx, [Fact(dtype=y_type, shape=x.shape)] + [Fact(dtype=stash, shape=stats)
+                                                               for _ in ctx.node.output[1:]])
 
 
-@rule("QEmbedLayerNormalization", domain=MS)
-def q_embed_layer_norm(ctx):
-    ids, words = ctx.input(0), ctx.input(2)
-    if not (_known(ids) and _known(words)) or len(ids.shape) != 2 or len(words.shape) != 2:
-        return None
-    b, s = ids.shape
-    return _outputs(ctx, Fact(dtype=TensorProto.FLOAT, shape=(b, s, words.shape[1])),
-                    Fact(dtype=TensorProto.INT32, shape=(b,)))
+# onnxruntime's session optimizer writes SimplifiedLayerNormalization in the default domain
+# (where onnxruntime registers it); some converters write it in com.microsoft.
+rule("SimplifiedLayerNormalization", since=1)(_norm_with_stats)
+rule("SimplifiedLayerNormalization", since=1, domain=MS)(_norm_with_stats)
+# LayerNormalization before default-domain opset 17 is onnxruntime's own op (ONNX defines it
+# from 17: same_shape.py), and some exporters write it in com.microsoft.
+rule("LayerNormalization", since=1)(_norm_with_stats)
+rule("LayerNormalization", since=1, domain=MS)(layer_norm)
 
 
-# --------------------------------------------------------------------------- matmuls and convs
+# -- elementwise --------------------------------------------------------------------------------
+
+@rule("Gelu", "QuickGelu", "FastGelu", "BiasGelu", "BiasAdd", "BiasSoftmax", "RotaryEmbedding",
+      since=1, domain=MS)
+def like_first_input(ctx):
+    """Outputs shaped like input 0: the biases of BiasGelu/FastGelu/BiasAdd are 1-D over the last
+    dim (and BiasAdd's skip has input 0's shape), BiasSoftmax's bias broadcasts into the
+    scores, RotaryEmbedding rotates its input in place."""
+    return same_as_input(ctx, 0)
 
 
-def _fused_operand(ctx, shape: tuple, trans: bool, trans_batch: bool):
-    """FusedMatMul's view of an operand: with transBatch the first dim moves behind the batch
-    dims ([d0, d1, .., dn] -> [d1, .., d(n-1), d0, dn]), then trans swaps the last two."""
-    s = list(shape)
-    if trans_batch and len(s) >= 3:
-        s = s[1:-1] + [s[0], s[-1]]
-    elif trans_batch and len(s) < 2:
-        return None
+# -- MatMul, Gemm and Conv with fused parts -------------------------------------------------------
+
+def fused_matmul_operand(ctx, shape, trans: bool, trans_batch: bool) -> tuple:
+    """An operand of FusedMatMul as the plain MatMul it stands for. ``transBatch`` moves dim 0
+    behind the batch dims ([M, b1.., K] is read as [b1.., M, K]); ``trans`` then swaps the last
+    two; neither touches a vector (onnxruntime's kernel ignores them there)."""
+    shape = list(shape)
+    if len(shape) == 1:
+        return tuple(shape)
+    if trans_batch:
+        shape = shape[1:-1] + [shape[0], shape[-1]]
     if trans:
-        if len(s) < 2:
-            return None
-        s[-2], s[-1] = s[-1], s[-2]
-    return tuple(s)
+        shape[-2], shape[-1] = shape[-1], shape[-2]
+    return tuple(shape)
 
 
-@rule("FusedMatMul", domain=MS)
+@rule("FusedMatMul", since=1, domain=MS)
 def fused_matmul(ctx):
-    a, b = ctx.input(0), ctx.input(1)
-    if not (_known(a) and _known(b)):
-        return None
-    sa = _fused_operand(ctx, a.shape, ctx.attr("transA", 0), ctx.attr("transBatchA", 0))
-    sb = _fused_operand(ctx, b.shape, ctx.attr("transB", 0), ctx.attr("transBatchB", 0))
-    if sa is None or sb is None:
-        return None
-    return [_like(a, shape=matmul_shape(ctx, sa, sb))]
+    a, b = shape_of(ctx, 0), shape_of(ctx, 1)
+    dtype = dtype_of(ctx, 0)
+    if a is None or b is None:
+        return answer(ctx, [Fact(dtype=dtype)])
+    tba, tbb = bool(ctx.attr("transBatchA", 0)), bool(ctx.attr("transBatchB", 0))
+    if (tba or tbb) and not (len(a) == len(b) and len(a) >= 3):
+        raise ctx.error("transBatchA/transBatchB need two operands of the same rank, 3 or more")
+    sa = fused_matmul_operand(ctx, a, bool(ctx.attr("transA", 0)), tba)
+    sb = fused_matmul_operand(ctx, b, bool(ctx.attr("transB", 0)), tbb)
+    return answer(ctx, [Fact(dtype=dtype, shape=matmul_shape(ctx, sa, sb))])
 
 
-@rule("MatMulNBits", domain=MS)
-def matmul_nbits(ctx):
-    """A [..., K] times a packed [N, K] weight -> [..., N] (N and K are attributes)."""
-    a, n = ctx.input(0), ctx.attr("N")
-    if not _known(a) or not a.shape or not isinstance(n, int):
-        return None
-    return [_like(a, shape=tuple(a.shape[:-1]) + (n,))]
-
-
-@rule("MatMulIntegerToFloat", domain=MS)
-def matmul_integer_to_float(ctx):
-    """(A, B, a_scale, b_scale, ...) -> float of a_scale's type."""
-    a, b = ctx.input(0), ctx.input(1)
-    if not (_known(a) and _known(b)):
-        return None
-    return [Fact(dtype=_dtype_of(ctx, 2, TensorProto.FLOAT), shape=matmul_shape(ctx, a.shape, b.shape))]
-
-
-@rule("DynamicQuantizeMatMul", domain=MS)
-def dynamic_quantize_matmul(ctx):
-    a, b = ctx.input(0), ctx.input(1)
-    if not (_known(a) and _known(b)):
-        return None
-    return [_like(a, shape=matmul_shape(ctx, a.shape, b.shape))]
-
-
-@rule("MatMulInteger", since=10)
-def matmul_integer(ctx):
-    a, b = ctx.input(0), ctx.input(1)
-    if not (_known(a) and _known(b)):
-        return None
-    return [Fact(dtype=TensorProto.INT32, shape=matmul_shape(ctx, a.shape, b.shape))]
-
-
-@rule("QLinearMatMul", since=10)
-def qlinear_matmul(ctx):
-    """(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp) -> the type of y_zp."""
-    a, b = ctx.input(0), ctx.input(3)
-    if not (_known(a) and _known(b)):
-        return None
-    return [Fact(dtype=_dtype_of(ctx, 7, a.dtype), shape=matmul_shape(ctx, a.shape, b.shape))]
-
-
-@rule("FusedGemm", domain=MS)
+@rule("FusedGemm", since=1, domain=MS)
 def fused_gemm(ctx):
-    a = ctx.input(0)
-    out = gemm_shape(ctx, a, ctx.input(1))
-    return None if out is None else [_like(a, shape=out)]
+    shape = gemm_shape(ctx, shape_of(ctx, 0), shape_of(ctx, 1), ctx.attr("transA", 0), ctx.attr("transB", 0))
+    return answer(ctx, [Fact(dtype=dtype_of(ctx, 0), shape=shape)])
 
 
-@rule("QGemm", domain=MS)
-def qgemm(ctx):
-    """(A, a_scale, a_zp, B, b_scale, b_zp[, C][, y_scale, y_zp]): without y_scale the output
-    is float, with it the type of y_zp (A's)."""
-    a = ctx.input(0)
-    out = gemm_shape(ctx, a, ctx.input(3))
-    if out is None:
-        return None
-    dtype = _dtype_of(ctx, 8, a.dtype) if ctx.has_input(7) else TensorProto.FLOAT
-    return [Fact(dtype=dtype, shape=out)]
-
-
-@rule("FusedConv", "NhwcFusedConv", domain=MS)
+@rule("FusedConv", since=1, domain=MS)
 def fused_conv(ctx):
-    if ctx.op_type == "NhwcFusedConv":
-        return None  # channels last: not the Conv layout
-    x = ctx.input(0)
-    out = conv_shape(ctx, x, ctx.input(1))
-    return None if out is None else [_like(x, shape=out)]
+    return answer(ctx, [Fact(dtype=dtype_of(ctx, 0), shape=conv_shape(ctx, shape_of(ctx, 0), shape_of(ctx, 1)))])
 
 
-@rule("ConvInteger", since=10)
-def conv_integer(ctx):
-    x = ctx.input(0)
-    out = conv_shape(ctx, x, ctx.input(1))
-    return None if out is None else [Fact(dtype=TensorProto.INT32, shape=out)]
+# -- attention ----------------------------------------------------------------------------------
 
-
-@rule("QLinearConv", since=10)
-def qlinear_conv(ctx):
-    """(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp[, B]) -> the type of y_zp."""
-    x = ctx.input(0)
-    out = conv_shape(ctx, x, ctx.input(3))
-    return None if out is None else [Fact(dtype=_dtype_of(ctx, 7, x.dtype), shape=out)]
-
-
-# --------------------------------------------------------------------------- quantized elementwise
-
-
-@rule("QLinearAdd", "QLinearMul", domain=MS)
-def qlinear_binary(ctx):
-    """(A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp): A and B broadcast."""
-    a, b = ctx.input(0), ctx.input(3)
-    if not (_known(a) and _known(b)):
-        return None
-    return [_like(a, shape=broadcast_shapes(ctx, [a.shape, b.shape]))]
-
-
-@rule("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax", "QLinearReduceMean", domain=MS)
-def qlinear_unary(ctx):
-    x = ctx.input(0)
-    if not _known(x) or ctx.op_type == "QLinearReduceMean":
-        return None  # (a reduction: left to a fresh shape)
-    return [_like(x)]
-
-
-@rule("QLinearGlobalAveragePool", domain=MS)
-def qlinear_global_average_pool(ctx):
-    x = ctx.input(0)
-    if not _known(x) or len(x.shape) < 3:
-        return None
-    if ctx.attr("channels_last", 0):
-        return [_like(x, shape=(x.shape[0],) + (1,) * (len(x.shape) - 2) + (x.shape[-1],))]
-    return [_like(x, shape=tuple(x.shape[:2]) + (1,) * (len(x.shape) - 2))]
-
-
-@rule("QLinearAveragePool", domain=MS)
-def qlinear_average_pool(ctx):
-    x = ctx.input(0)
-    if ctx.attr("channels_last", 0):
-        return None
-    out = pool_shape(ctx, x, ceil_mode=bool(ctx.attr("ceil_mode", 0)))
-    return None if out is None else [_like(x, shape=out)]
-
-
-@rule("QLinearConcat", domain=MS)
-def qlinear_concat(ctx):
-    """(Y_scale, Y_zp, then (X, X_scale, X_zp) per input): the Xs concatenated along axis."""
-    xs = [ctx.input(i) for i in range(2, len(ctx.node.input), 3)]
-    if not xs or not all(_known(x) for x in xs):
-        return None
-    r = len(xs[0].shape)
-    if any(len(x.shape) != r for x in xs) or r == 0:
-        raise ctx.error("inputs have different ranks (or rank 0)")
-    axis = normalize_axis(ctx, ctx.attr("axis", 0), r)
-    out = list(xs[0].shape)
-    for x in xs[1:]:
-        out[axis] = add(out[axis], x.shape[axis])
-    return [_like(xs[0], shape=tuple(out))]
-
-
-@rule("QuantizeLinear", domain=MS)
-def ms_quantize(ctx):
-    x = ctx.input(0)
-    return [_like(x, dtype=_dtype_of(ctx, 2, TensorProto.UINT8))] if _known(x) else None
-
-
-@rule("DequantizeLinear", domain=MS)
-def ms_dequantize(ctx):
-    x = ctx.input(0)
-    return [_like(x, dtype=_dtype_of(ctx, 1, TensorProto.FLOAT))] if _known(x) else None
-
-
-@rule("DynamicQuantizeLinear", since=11)
-def dynamic_quantize_linear(ctx):
-    x = ctx.input(0)
-    if not _known(x):
-        return None
-    return _outputs(ctx, _like(x, dtype=TensorProto.UINT8), Fact(dtype=TensorProto.FLOAT, shape=()),
-                    Fact(dtype=TensorProto.UINT8, shape=()))
-
-
-# --------------------------------------------------------------------------- attention
-
-
-def _heads(ctx) -> int:
-    n = ctx.attr("num_heads")
-    if not isinstance(n, int) or n <= 0:
-        raise ctx.error(f"num_heads must be a positive integer, got {n!r}")
+def _num_heads(ctx, name: str = "num_heads") -> int:
+    n = int_attr(ctx, name)
+    if n is None or n <= 0:
+        raise ctx.error(f"{name} must be a positive int, got {ctx.attr(name)!r}")
     return n
 
 
-def _per_head(ctx, hidden, heads: int):
-    """hidden / heads: exact (the op fails where it does not divide); None for a constant that
-    does not divide."""
-    if isinstance(hidden, int):
-        return hidden // heads if hidden % heads == 0 else None
-    return truediv(hidden, heads)
-
-
-def _present(ctx, batch, heads, past_len, new_len, head_size, lead=()):
-    if head_size is None:
-        head_size = ctx.fresh()
-    total = add(past_len, new_len) if past_len is not None else new_len
-    return Fact(dtype=None, shape=tuple(lead) + (batch, heads, total, head_size))
-
-
-@rule("Attention", domain=MS)
+@rule("Attention", since=1, domain=MS)
 def attention(ctx):
-    """(input [B,S,I], weights [I, q+k+v], bias, mask_index, past [2,B,N,P,H], ...) ->
-    output [B,S,v_hidden], present [2,B,N,P+S,H]."""
-    x, w = ctx.input(0), ctx.input(1)
-    if not _known(x) or len(x.shape) != 3:
-        return None
-    heads = _heads(ctx)
-    sizes = ctx.attr("qkv_hidden_sizes")
-    b, s = x.shape[0], x.shape[1]
-    if sizes:
-        if len(sizes) != 3:
-            raise ctx.error(f"qkv_hidden_sizes must have 3 entries, got {len(sizes)}")
-        v_hidden, k_hidden = sizes[2], sizes[1]
-    elif _known(w) and len(w.shape) == 2:
-        third = w.shape[1] // 3 if isinstance(w.shape[1], int) else floordiv(w.shape[1], 3)
-        v_hidden = k_hidden = third
+    """input [B, S, Din], weights [Din, q+k+v], bias [q+k+v], past [2, B, N, P, h].
+    output [B, S, v]; present [2, B, N, P+S, v/N].
+
+    onnxruntime sizes the head of ``present`` by v_hidden_size / num_heads (its docs say
+    head_size, which is q's); they differ only without a past, where q and v may differ.
+    With ``past_present_share_buffer`` the present length is the buffer's, left fresh."""
+    return _attention_like(ctx, weights=1, bias=2, past=4, qkv=ctx.attr("qkv_hidden_sizes"))
+
+
+def _attention_like(ctx, weights: int, bias: int, past: int, qkv):
+    x = shape_of(ctx, 0)
+    dtype = dtype_of(ctx, bias if ctx.op_type == "QAttention" else 0)
+    n = _num_heads(ctx)
+    if x is None or len(x) != 3:
+        if x is not None:
+            raise ctx.error(f"input must be 3-D [batch, sequence, hidden], got rank {len(x)}")
+        return answer(ctx, [Fact(dtype=dtype), Fact(dtype=dtype)])
+    batch, seq = x[0], x[1]
+    if qkv:
+        if len(qkv) != 3:
+            raise ctx.error(f"qkv_hidden_sizes must have 3 entries, got {list(qkv)}")
+        v_hidden = int(qkv[2])
     else:
-        return None
-    out = Fact(dtype=x.dtype, shape=(b, s, v_hidden))
-    present = None
-    if len(ctx.node.output) > 1 and ctx.node.output[1] and not ctx.attr("past_present_share_buffer", 0):
-        past = ctx.input(4) if ctx.has_input(4) else None
-        if past is None:
-            past_len = None
-        elif _known(past) and len(past.shape) == 5:
-            past_len = past.shape[3]
-        else:
-            past_len = False
-        if past_len is not False:
-            p = _present(ctx, b, heads, past_len, s, _per_head(ctx, k_hidden, heads), lead=(2,))
-            present = Fact(dtype=x.dtype, shape=p.shape)
-    return _outputs(ctx, out, present)
+        total = shape_of(ctx, bias)
+        total = total[0] if total is not None and len(total) == 1 else None
+        if total is None:
+            w = shape_of(ctx, weights)
+            total = w[1] if w is not None and len(w) == 2 else None
+        v_hidden = exact_div(ctx, total, 3) if total is not None else ctx.fresh()
+    outs = [Fact(dtype=dtype, shape=(batch, seq, v_hidden))]
+    p = shape_of(ctx, past)
+    if p is not None and len(p) != 5:
+        raise ctx.error(f"past must be 5-D [2, batch, heads, past_sequence, head_size], got rank {len(p)}")
+    if ctx.attr("past_present_share_buffer", 0):
+        length = ctx.fresh("kv_len")
+    elif p is not None:
+        length = add(p[3], seq)
+    elif ctx.has_input(past):
+        length = ctx.fresh("kv_len")  # a past of unknown rank
+    else:
+        length = seq
+    outs.append(Fact(dtype=dtype, shape=(2, batch, n, length, exact_div(ctx, v_hidden, n))))
+    return answer(ctx, outs)
 
 
-@rule("QAttention", domain=MS)
+@rule("QAttention", since=1, domain=MS)
 def q_attention(ctx):
-    """(input, weight [I, 3H], bias [3H], input_scale, weight_scale, mask_index, input_zp,
-    weight_zp, past) -> float output [B,S,H], present [2,B,N,P+S,H/N]."""
-    x, bias = ctx.input(0), ctx.input(2)
-    if not (_known(x) and _known(bias)) or len(x.shape) != 3 or len(bias.shape) != 1:
-        return None
-    heads = _heads(ctx)
-    hidden = bias.shape[0] // 3 if isinstance(bias.shape[0], int) else floordiv(bias.shape[0], 3)
-    b, s = x.shape[0], x.shape[1]
-    dtype = bias.dtype or TensorProto.FLOAT
-    out = Fact(dtype=dtype, shape=(b, s, hidden))
-    present = None
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        past = ctx.input(8) if ctx.has_input(8) else None
-        if past is None or (_known(past) and len(past.shape) == 5):
-            p = _present(ctx, b, heads, past.shape[3] if past is not None else None, s,
-                         _per_head(ctx, hidden, heads), lead=(2,))
-            present = Fact(dtype=dtype, shape=p.shape)
-    return _outputs(ctx, out, present)
+    """Attention on quantized input and weight: output [B, S, H] and present
+    [2, B, N, P+S, H/N] in the bias's (float) type; H = bias/3, past is input 8."""
+    return _attention_like(ctx, weights=1, bias=2, past=8, qkv=None)
 
 
-@rule("MultiHeadAttention", domain=MS)
+@rule("MultiHeadAttention", since=1, domain=MS)
 def multi_head_attention(ctx):
-    """(query, key, value, bias, key_padding_mask, attention_bias, past_key, past_value, ...):
-    query [B,S,D] with key/value [B,L,D]/[B,L,Dv] (or already split into heads [B,N,L,H]);
-    packed QKV query [B,S,N,3,H] and packed KV key [B,L,N,2,H]. Output [B,S,v_hidden]; present
-    key/value [B,N,P+L,H]."""
-    q = ctx.input(0)
-    if not _known(q):
-        return None
-    heads = _heads(ctx)
-    key = ctx.input(1) if ctx.has_input(1) else None
-    value = ctx.input(2) if ctx.has_input(2) else None
-    if len(q.shape) == 5:  # packed QKV [B,S,N,3,H]
-        b, s, n, _, h = q.shape
-        return _outputs(ctx, _like(q, shape=(b, s, mul(n, h))))
-    if len(q.shape) != 3:
-        return None
-    b, s = q.shape[0], q.shape[1]
-    new_len = k_head = v_head = None
-    if _known(key) and len(key.shape) == 5:  # packed KV [B,L,N,2,H]
-        v_hidden = mul(key.shape[2], key.shape[4])
-        new_len, k_head = key.shape[1], key.shape[4]
-        v_head = k_head
-    elif _known(value) and len(value.shape) == 3:
-        v_hidden = value.shape[2]
-        new_len = value.shape[1]
-        v_head = _per_head(ctx, v_hidden, heads)
-        if _known(key) and len(key.shape) == 3:
-            k_head = _per_head(ctx, key.shape[2], heads)
-    elif _known(value) and len(value.shape) == 4:  # [B,N,L,H]: already projected (cross attention)
-        return _outputs(ctx, _like(q, shape=(b, s, mul(value.shape[1], value.shape[3]))))
-    else:
-        return None
-    out = _like(q, shape=(b, s, v_hidden))
-    presents = []
-    for past_i, head in ((6, k_head), (7, v_head)):
-        past = ctx.input(past_i) if ctx.has_input(past_i) else None
-        if past is None:
-            past_len = None
-        elif _known(past) and len(past.shape) == 4:
-            past_len = past.shape[2]
+    """query [B, S, Hq] with key/value [B, L, Hk]/[B, L, Hv], or key/value already split into
+    heads [B, N, L, h] (cross attention), or packed KV key [B, L, N, 2, h]; or packed QKV query
+    [B, S, N, 3, h]. past_key/past_value [B, N, P, h].
+    output [B, S, Hv]; present_key [B, N, P+L, Hq/N]; present_value [B, N, P+L, Hv/N];
+    qk [B, N, S, P+L]. With buffer sharing (past_sequence_length given) the present length is
+    the buffer's, left fresh."""
+    q = shape_of(ctx, 0)
+    dtype = dtype_of(ctx, 0)
+    n = _num_heads(ctx)
+    if q is None:
+        return answer(ctx, [Fact(dtype=dtype) for _ in range(4)])
+    k, v = shape_of(ctx, 1), shape_of(ctx, 2)
+    batch, seq = q[0], q[1]
+    kv_len = head_k = head_v = None
+    if len(q) == 5:  # packed QKV
+        hidden_v = mul(q[2], q[4])
+        kv_len, head_k, head_v = seq, q[4], q[4]
+    elif len(q) == 3:
+        if k is not None and len(k) == 5:  # packed KV
+            hidden_v = q[2]
+            kv_len, head_k, head_v = k[1], k[4], k[4]
+        elif k is not None and len(k) == 3 and v is not None and len(v) == 3:
+            hidden_v = v[2]
+            kv_len, head_k, head_v = k[1], exact_div(ctx, q[2], n), exact_div(ctx, v[2], n)
+        elif k is not None and len(k) == 4 and v is not None and len(v) == 4:  # BNSH key/value
+            hidden_v = mul(n, v[3])
+            kv_len, head_k, head_v = k[2], k[3], v[3]
         else:
-            presents.append(None)
-            continue
-        p = _present(ctx, b, heads, past_len, new_len, head)
-        presents.append(Fact(dtype=q.dtype, shape=p.shape))
-    return _outputs(ctx, out, *presents)
-
-
-@rule("GroupQueryAttention", domain=MS)
-def group_query_attention(ctx):
-    """(query, key, value, past_key, past_value, seqlens_k, total_sequence_length, ...):
-    output [B,S,num_heads*H]; present key/value [B,kv_num_heads,max(P, total),H] -- the past
-    buffer when it is longer (shared), else total_sequence_length."""
-    q = ctx.input(0)
-    if not _known(q) or len(q.shape) != 3:
-        return None
-    heads = _heads(ctx)
-    kv_heads = ctx.attr("kv_num_heads")
-    if not isinstance(kv_heads, int) or kv_heads <= 0:
-        raise ctx.error(f"kv_num_heads must be a positive integer, got {kv_heads!r}")
-    b, s, d = q.shape
-    packed = not ctx.has_input(1)
-    if packed:
-        head = _per_head(ctx, d, heads + 2 * kv_heads)
-        if head is None:
-            return None
-        hidden = mul(heads, head)
+            hidden_v = ctx.fresh()
     else:
-        hidden, head = d, _per_head(ctx, d, heads)
-    out = _like(q, shape=(b, s, hidden))
-    total = ctx.input(6) if ctx.has_input(6) else None
-    entries = value_entries(total)
-    total_len = entries[0] if entries and len(entries) == 1 and entries[0] is not None else None
-    past = ctx.input(3) if ctx.has_input(3) else None
-    length = None
-    if total_len is not None and provably_nonneg(total_len):
-        if past is None:
-            length = total_len
-        elif _known(past) and len(past.shape) == 4:
-            length = dmax(past.shape[2], total_len)
-    # (a total computed from the data -- the attention mask's sum -- leaves the length unknown)
-    present = Fact(dtype=q.dtype, shape=(b, kv_heads, length if length is not None else ctx.fresh(),
-                                         head if head is not None else ctx.fresh()))
-    return _outputs(ctx, out, present, present)
+        raise ctx.error(f"query must be 3-D or 5-D (packed QKV), got rank {len(q)}")
+    outs = [Fact(dtype=dtype, shape=(batch, seq, hidden_v))]
+    past = shape_of(ctx, 6)
+    if kv_len is None or ctx.has_input(8) or (ctx.has_input(6) and (past is None or k is not None and len(k) == 4)):
+        length = ctx.fresh("kv_len")
+    elif past is not None:
+        if len(past) != 4:
+            raise ctx.error(f"past_key must be 4-D [batch, heads, past_sequence, head_size], got rank {len(past)}")
+        length = add(past[2], kv_len)
+    else:
+        length = kv_len
+    fresh = ctx.fresh
+    outs.append(Fact(dtype=dtype, shape=(batch, n, length, head_k if head_k is not None else fresh())))
+    outs.append(Fact(dtype=dtype, shape=(batch, n, length, head_v if head_v is not None else fresh())))
+    outs.append(Fact(dtype=dtype, shape=(batch, n, seq, length)))
+    return answer(ctx, outs)
 
 
+@rule("GroupQueryAttention", since=1, domain=MS)
+def group_query_attention(ctx):
+    """query [B, S, N*h] (or packed QKV [B, S, (N + 2*Nkv)*h] with no key/value), past_key and
+    past_value [B, Nkv, P, h], total_sequence_length a scalar T.
+    output [B, S, N*h]; present_key/present_value [B, Nkv, L, h]; output_qk [B, N, S, T] (T also
+    where the cache is a fixed buffer longer than T).
 
-# --------------------------------------------------------------------------- NCHWc layout
+    onnxruntime's CPU kernel makes L = max(T, P): without a past T must equal S, so L = S; with
+    a past the cache is either growing (T = P + S) or a fixed buffer (T <= P), which only T's
+    value tells apart -- L is exact when T is a known dim, fresh otherwise. A windowed cache
+    (``sliding_window_cache``) keeps its capacity P; with right-padded chunks (query_seqlens) T
+    is only a bound and L is fresh."""
+    q = shape_of(ctx, 0)
+    dtype = dtype_of(ctx, 0)
+    n = _num_heads(ctx)
+    n_kv = _num_heads(ctx, "kv_num_heads")
+    past = shape_of(ctx, 3)
+    cache_type = dtype_of(ctx, 3, dtype)
+    if q is None or len(q) != 3:
+        if q is not None:
+            raise ctx.error(f"query must be 3-D [batch, sequence, hidden], got rank {len(q)}")
+        return answer(ctx, [Fact(dtype=dtype), Fact(dtype=cache_type), Fact(dtype=cache_type), Fact(dtype=dtype)])
+    batch, seq = q[0], q[1]
+    if ctx.has_input(1):
+        head = exact_div(ctx, q[2], n)
+        hidden = q[2]
+    else:
+        head = exact_div(ctx, q[2], n + 2 * n_kv)
+        hidden = mul(n, head)
+    if past is not None and len(past) != 4:
+        raise ctx.error(f"past_key must be 4-D [batch, kv_heads, past_sequence, head_size], got rank {len(past)}")
+    if past is None and ctx.has_input(3):
+        length = ctx.fresh("kv_len")
+    elif past is None:
+        length = seq
+    elif ctx.attr("sliding_window_cache", 0):
+        length = past[2]
+    elif ctx.has_input(16):
+        length = ctx.fresh("kv_len")
+    else:
+        total = scalar_dim(ctx, 6)
+        length = dmax(total, past[2]) if total is not None else ctx.fresh("kv_len")
+    total = scalar_dim(ctx, 6)
+    if past is None:
+        qk_len = seq  # without a past T equals S
+    else:
+        qk_len = total if total is not None else ctx.fresh("kv_len")
+    quantized = any(ctx.attr(a, b"NONE") not in (b"NONE", "NONE") for a in ("k_quant_type", "v_quant_type"))
+    if past is not None:
+        present = (past[0], past[1], length, past[3])
+    else:
+        present = (batch, n_kv, length, head if not quantized else ctx.fresh())
+    return answer(ctx, [
+        Fact(dtype=dtype, shape=(batch, seq, hidden)),
+        Fact(dtype=cache_type, shape=present),
+        Fact(dtype=cache_type, shape=present),
+        Fact(dtype=dtype, shape=(batch, n, seq, qk_len)),
+    ])
+
+
+# -- embeddings -----------------------------------------------------------------------------------
+
+@rule("EmbedLayerNormalization", since=1, domain=MS)
+def embed_layer_norm(ctx):
+    """input_ids [B, S], word_embedding [V, H]: output [B, S, H] (the embeddings' type),
+    mask_index [B] (int32, made also without a mask), embedding_sum [B, S, H]."""
+    return _embed(ctx, out_type=dtype_of(ctx, 2))
+
+
+@rule("QEmbedLayerNormalization", since=1, domain=MS)
+def q_embed_layer_norm(ctx):
+    """As EmbedLayerNormalization, on quantized embeddings: the output has the scales' type."""
+    return _embed(ctx, out_type=dtype_of(ctx, 8, TensorProto.FLOAT))
+
+
+def _embed(ctx, out_type: int):
+    ids, word = shape_of(ctx, 0), shape_of(ctx, 2)
+    if ids is not None and len(ids) != 2:
+        raise ctx.error(f"input_ids must be 2-D [batch, sequence], got rank {len(ids)}")
+    if word is not None and len(word) != 2:
+        raise ctx.error(f"word_embedding must be 2-D [vocabulary, hidden], got rank {len(word)}")
+    if ids is None:
+        return answer(ctx, [Fact(dtype=out_type), Fact(dtype=TensorProto.INT32), Fact(dtype=out_type)])
+    hidden = word[1] if word is not None else ctx.fresh()
+    out = (ids[0], ids[1], hidden)
+    return answer(ctx, [Fact(dtype=out_type, shape=out), Fact(dtype=TensorProto.INT32, shape=(ids[0],)),
+                        Fact(dtype=out_type, shape=out)])
+
+
+# -- ops onnxruntime runs on GPUs only (no CPU kernel): the shapes its documentation gives -------
+
+@rule("GroupNorm", "SkipGroupNorm", since=1, domain=MS)
+def group_norm(ctx):
+    """NHWC group normalization: the output (and SkipGroupNorm's sum output) like the input."""
+    x = ctx.input(0)
+    if x is None:
+        return None
+    return [Fact(dtype=x.dtype, shape=x.shape) for _ in ctx.node.output]
+
+
+@rule("BiasSplitGelu", since=1, domain=MS)
+def bias_split_gelu(ctx):
+    """[N, S, D] -> [N, S, D/2]: the biased input split in two halves along the last axis."""
+    x = ctx.input(0)
+    if x is None or not x.shape:
+        return None
+    return [Fact(dtype=x.dtype, shape=tuple(x.shape[:-1]) + (exact_div(ctx, x.shape[-1], 2),))]
+
+
+@rule("GemmFastGelu", since=1, domain=MS)
+def gemm_fast_gelu(ctx):
+    a, b = shape_of(ctx, 0), shape_of(ctx, 1)
+    if a is None or b is None:
+        return None
+    return [Fact(dtype=dtype_of(ctx, 0), shape=matmul_shape(ctx, a, b))]
+
+
+@rule("RelativePositionBias", since=1, domain=MS)
+def relative_position_bias(ctx):
+    """(bias_table [buckets, heads], query_length, key_length) -> [1, heads, query_length,
+    key_length] (the lengths are values: fresh where they come from the data)."""
+    table = shape_of(ctx, 0)
+    if table is None or len(table) != 2:
+        return None
+    lengths = []
+    for i in (1, 2):
+        d = scalar_dim(ctx, i)
+        lengths.append(d if d is not None and provably_nonneg(d) else ctx.fresh())
+    return [Fact(dtype=dtype_of(ctx, 0), shape=(1, table[1], *lengths))]
+
+
+# -- NCHWc layout ---------------------------------------------------------------------------------
 # onnxruntime's ORT_ENABLE_ALL level rewrites convolutions into its blocked NCHWc layout
 # (domain com.microsoft.nchwc); a model saved at that level carries these ops. The channel
 # block is the machine's (8 or 16 floats): a channel count is padded up to it, so a count
@@ -557,56 +435,57 @@ def group_query_attention(ctx):
 NCHWC = "com.microsoft.nchwc"
 
 
-@rule("Conv", domain=NCHWC)
+@rule("Conv", since=1, domain=NCHWC)
 def nchwc_conv(ctx):
-    x = ctx.input(0)
-    out = conv_shape(ctx, x, ctx.input(1))
-    return None if out is None else [_like(x, shape=out)]
+    x, w = shape_of(ctx, 0), shape_of(ctx, 1)
+    out = conv_shape(ctx, x, w) if x is not None and w is not None else None
+    return None if out is None else [Fact(dtype=dtype_of(ctx, 0), shape=out)]
 
 
-@rule("MaxPool", "AveragePool", domain=NCHWC)
+@rule("MaxPool", "AveragePool", since=1, domain=NCHWC)
 def nchwc_pool(ctx):
-    x = ctx.input(0)
-    out = pool_shape(ctx, x, ceil_mode=bool(ctx.attr("ceil_mode", 0)))
-    return None if out is None else [_like(x, shape=out)]
+    x, kernel = shape_of(ctx, 0), ctx.attr("kernel_shape")
+    if x is None or kernel is None or len(x) < 3:
+        return None
+    return [Fact(dtype=dtype_of(ctx, 0), shape=pool_shape(ctx, x, kernel, bool(ctx.attr("ceil_mode", 0))))]
 
 
-@rule("GlobalAveragePool", "GlobalMaxPool", domain=NCHWC)
+@rule("GlobalAveragePool", "GlobalMaxPool", since=1, domain=NCHWC)
 def nchwc_global_pool(ctx):
-    x = ctx.input(0)
-    if not _known(x) or len(x.shape) < 3:
+    x = shape_of(ctx, 0)
+    if x is None or len(x) < 3:
         return None
-    return [_like(x, shape=tuple(x.shape[:2]) + (1,) * (len(x.shape) - 2))]
+    return [Fact(dtype=dtype_of(ctx, 0), shape=tuple(x[:2]) + (1,) * (len(x) - 2))]
 
 
-@rule("Upsample", domain=NCHWC)
+@rule("Upsample", since=1, domain=NCHWC)
 def nchwc_upsample(ctx):
-    x, scales = ctx.input(0), ctx.attr("scales")
-    if not _known(x) or not scales or len(scales) != len(x.shape):
+    x, scales = shape_of(ctx, 0), ctx.attr("scales")
+    if x is None or not scales or len(scales) != len(x):
         return None
-    return [_like(x, shape=tuple(mul(d, int(s)) for d, s in zip(x.shape, scales)))]
+    return [Fact(dtype=dtype_of(ctx, 0), shape=tuple(mul(d, int(s)) for d, s in zip(x, scales)))]
 
 
-@rule("ReorderInput", domain=NCHWC)
+@rule("ReorderInput", since=1, domain=NCHWC)
 def reorder_input(ctx):
     """NCHW (or NHWC with channels_last) to blocked NCHWc: [N, C padded to the block, H, W]."""
-    x = ctx.input(0)
-    if not _known(x) or len(x.shape) < 3:
+    x = shape_of(ctx, 0)
+    if x is None or len(x) < 3:
         return None
     if ctx.attr("channels_last", 0):
-        n, c, spatial = x.shape[0], x.shape[-1], tuple(x.shape[1:-1])
+        n, c, spatial = x[0], x[-1], tuple(x[1:-1])
     else:
-        n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+        n, c, spatial = x[0], x[1], tuple(x[2:])
     padded = c if isinstance(c, int) and c % 16 == 0 else ctx.fresh("channels")
-    return [_like(x, shape=(n, padded) + spatial)]
+    return [Fact(dtype=dtype_of(ctx, 0), shape=(n, padded) + spatial)]
 
 
-@rule("ReorderOutput", domain=NCHWC)
+@rule("ReorderOutput", since=1, domain=NCHWC)
 def reorder_output(ctx):
     """Blocked NCHWc back to NCHW (or NHWC with channels_last) with ``channels`` channels."""
-    x, channels = ctx.input(0), ctx.attr("channels")
-    if not _known(x) or len(x.shape) < 3 or not isinstance(channels, int):
+    x, channels = shape_of(ctx, 0), ctx.attr("channels")
+    if x is None or len(x) < 3 or not isinstance(channels, int):
         return None
     if ctx.attr("channels_last", 0):
-        return [_like(x, shape=(x.shape[0],) + tuple(x.shape[2:]) + (channels,))]
-    return [_like(x, shape=(x.shape[0], channels) + tuple(x.shape[2:]))]
+        return [Fact(dtype=dtype_of(ctx, 0), shape=(x[0],) + tuple(x[2:]) + (channels,))]
+    return [Fact(dtype=dtype_of(ctx, 0), shape=(x[0], channels) + tuple(x[2:]))]

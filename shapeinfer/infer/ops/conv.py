@@ -49,38 +49,41 @@ def _window_out(ctx, D, k, d, s, b, e, auto_pad, ceil_mode):
     return None
 
 
-def _pool_like(ctx, data, kernel, ceil_mode=False):
-    n = len(data.shape) - 2
+def _pool_like(ctx, shape, kernel, ceil_mode=False):
+    n = len(shape) - 2
     strides, dilations, pads, auto_pad = _spatial_params(ctx, n, kernel)
-    out = list(data.shape[:2])
+    out = list(shape[:2])
     for i in range(n):
-        d = _window_out(ctx, data.shape[2 + i], kernel[i], dilations[i], strides[i], pads[i], pads[n + i], auto_pad, ceil_mode)
+        d = _window_out(ctx, shape[2 + i], kernel[i], dilations[i], strides[i], pads[i], pads[n + i], auto_pad, ceil_mode)
         if isinstance(d, int) and d < 0:
             raise ctx.error(f"spatial dim {i} would be negative ({d}): the kernel is larger than the padded input")
         out.append(d if d is not None else ctx.fresh())
     return out
 
 
-@rule("Conv", since=1)
-def conv(ctx):
-    data = ctx.input(0)
-    out = conv_shape(ctx, data, ctx.input(1))
-    return None if out is None else [Fact(dtype=data.dtype, shape=out)]
-
-
-def conv_shape(ctx, data, weight):
-    """The output shape of a convolution of data by weight (facts) with the node's attributes
-    (Conv and the ops built on it: ConvInteger, QLinearConv, FusedConv), or None."""
-    if data is None or weight is None or data.shape is None or weight.shape is None:
+def conv_shape(ctx, data_shape, weight_shape) -> tuple | None:
+    """The output shape of a convolution [N, C, D1...] * [M, C/group, k1...] -> [N, M, E1...];
+    None when a rank is unknown or the kernel size is not a plain int. Shared by Conv and its
+    quantized and fused variants (ConvInteger, QLinearConv, FusedConv)."""
+    if data_shape is None or weight_shape is None:
         return None
-    if len(data.shape) < 3 or len(weight.shape) != len(data.shape):
+    if len(data_shape) < 3 or len(weight_shape) != len(data_shape):
         raise ctx.error(f"{ctx.op_type} needs an input [N, C, ...] and a weight of the same rank")
-    kernel = ctx.attr("kernel_shape") or list(weight.shape[2:])
+    kernel = ctx.attr("kernel_shape") or list(weight_shape[2:])
     if not all(isinstance(k, int) for k in kernel):
         return None
-    out = _pool_like(ctx, data, list(kernel))
-    out[1] = weight.shape[0]
+    out = _pool_like(ctx, data_shape, list(kernel))
+    out[1] = weight_shape[0]
     return tuple(out)
+
+
+@rule("Conv", since=1)
+def conv(ctx):
+    data, weight = ctx.input(0), ctx.input(1)
+    if data is None or weight is None:
+        return None
+    shape = conv_shape(ctx, data.shape, weight.shape)
+    return None if shape is None else [Fact(dtype=data.dtype, shape=shape)]
 
 
 @rule("ConvTranspose", since=1)
@@ -111,26 +114,26 @@ def conv_transpose(ctx):
     return [Fact(dtype=data.dtype, shape=tuple(out))]
 
 
+def pool_shape(ctx, shape, kernel, ceil_mode: bool = False) -> tuple:
+    """The output shape of a pooling window over [N, C, D1...] (MaxPool, AveragePool, and
+    the quantized QLinearAveragePool)."""
+    return tuple(_pool_like(ctx, shape, list(kernel), ceil_mode))
+
+
 @rule("MaxPool", "AveragePool", "LpPool", since=1)
 def pool(ctx):
     data = ctx.input(0)
-    out = pool_shape(ctx, data, ceil_mode=bool(ctx.attr("ceil_mode", 0)) if ctx.version >= 10 else False)
-    if out is None:
+    kernel = ctx.attr("kernel_shape")
+    if data is None or data.shape is None or kernel is None or len(data.shape) < 3:
         return None
+    ceil_mode = bool(ctx.attr("ceil_mode", 0)) if ctx.version >= 10 else False
+    out = pool_shape(ctx, data.shape, kernel, ceil_mode)
     facts = [Fact(dtype=data.dtype, shape=out)]
     if len(ctx.node.output) > 1:
         from onnx import TensorProto
 
         facts.append(Fact(dtype=TensorProto.INT64, shape=out))
     return facts
-
-
-def pool_shape(ctx, data, ceil_mode: bool):
-    """The output shape of a pooling window over data with the node's attributes, or None."""
-    kernel = ctx.attr("kernel_shape")
-    if data is None or data.shape is None or kernel is None or len(data.shape) < 3:
-        return None
-    return tuple(_pool_like(ctx, data, list(kernel), ceil_mode))
 
 
 @rule("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", since=1)

@@ -1,5 +1,9 @@
 """MatMul and Gemm: batch dims broadcast like elementwise ops (so symbols survive), the
-contracted dims must agree."""
+contracted dims must agree.
+
+``matmul_shape`` and ``gemm_shape`` hold the arithmetic; the quantized and fused variants
+(MatMulInteger, QLinearMatMul, FusedMatMul, QGemm, FusedGemm, ... in ``quantized.py`` and
+``contrib.py``) call them with their own operand shapes and output types."""
 
 from __future__ import annotations
 
@@ -13,16 +17,9 @@ def _check_contracted(ctx, k1, k2):
         raise ctx.error(f"contracted dims differ: {k1} and {k2}")
 
 
-@rule("MatMul", since=1)
-def matmul(ctx):
-    a, b = ctx.input(0), ctx.input(1)
-    if a is None or b is None or a.shape is None or b.shape is None:
-        return None
-    return [Fact(dtype=a.dtype, shape=matmul_shape(ctx, a.shape, b.shape))]
-
-
 def matmul_shape(ctx, sa, sb) -> tuple:
-    """The shape of MatMul(A, B) (numpy.matmul's rule) for operand shapes sa and sb."""
+    """The output shape of numpy.matmul on operand shapes sa and sb (a rank-1 operand is a
+    vector: its added dim is dropped again)."""
     sa, sb = list(sa), list(sb)
     if not sa or not sb:
         raise ctx.error(f"{ctx.op_type} inputs must have rank 1 or more")
@@ -32,8 +29,7 @@ def matmul_shape(ctx, sa, sb) -> tuple:
     if b_vec:
         sb = sb + [1]
     _check_contracted(ctx, sa[-1], sb[-2])
-    batch = broadcast_shapes(ctx, [tuple(sa[:-2]), tuple(sb[:-2])])
-    out = list(batch)
+    out = list(broadcast_shapes(ctx, [tuple(sa[:-2]), tuple(sb[:-2])]))
     if not a_vec:
         out.append(sa[-2])
     if not b_vec:
@@ -41,18 +37,28 @@ def matmul_shape(ctx, sa, sb) -> tuple:
     return tuple(out)
 
 
+def gemm_shape(ctx, sa, sb, trans_a, trans_b) -> tuple | None:
+    """(M, N) of A*B with 2-D operands transposed as the flags say; None if a rank is not 2."""
+    if sa is None or sb is None or len(sa) != 2 or len(sb) != 2:
+        return None
+    m, k1 = sa[::-1] if trans_a else sa
+    k2, n = sb[::-1] if trans_b else sb
+    _check_contracted(ctx, k1, k2)
+    return (m, n)
+
+
+@rule("MatMul", since=1)
+def matmul(ctx):
+    a, b = ctx.input(0), ctx.input(1)
+    if a is None or b is None or a.shape is None or b.shape is None:
+        return None
+    return [Fact(dtype=a.dtype, shape=matmul_shape(ctx, a.shape, b.shape))]
+
+
 @rule("Gemm", since=7)
 def gemm(ctx):
     a, b = ctx.input(0), ctx.input(1)
-    out = gemm_shape(ctx, a, b)
-    return None if out is None else [Fact(dtype=a.dtype, shape=out)]
-
-
-def gemm_shape(ctx, a, b):
-    """(M, N) of Gemm(A, B) with the node's transA/transB, or None where a rank is unknown."""
-    if a is None or b is None or a.shape is None or b.shape is None or len(a.shape) != 2 or len(b.shape) != 2:
+    if a is None or b is None:
         return None
-    m, k1 = a.shape[::-1] if ctx.attr("transA", 0) else a.shape
-    k2, n = b.shape[::-1] if ctx.attr("transB", 0) else b.shape
-    _check_contracted(ctx, k1, k2)
-    return (m, n)
+    shape = gemm_shape(ctx, a.shape, b.shape, ctx.attr("transA", 0), ctx.attr("transB", 0))
+    return None if shape is None else [Fact(dtype=a.dtype, shape=shape)]
