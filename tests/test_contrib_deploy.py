@@ -8,6 +8,7 @@ size, with the real element type. The rules follow onnxruntime's contrib-op docu
 where it is silent the judge is what onnxruntime computes.
 """
 
+import os
 import itertools
 import warnings
 
@@ -434,7 +435,7 @@ def test_models_saved_at_ort_enable_all_carry_nchwc_ops(name, tmp_path):
     assert r["in_input_dims"] >= r["tensors"] - 3, r["unknown_names"]
 
 
-def test_an_annotated_fused_model_quantizes_without_a_default_type(tmp_path):
+def test_an_annotated_fused_model_quantizes_without_a_default_type(tmp_path, monkeypatch):
     """onnxruntime's quantizer reads value_info types; on a fused model onnx's inference gives
     none for the contrib ops' outputs and quantize_dynamic stops ("Unable to find data type").
     shapeinfer's annotated model carries them: it quantizes as it is, and the result's every
@@ -445,6 +446,8 @@ def test_an_annotated_fused_model_quantizes_without_a_default_type(tmp_path):
     from tests import corpus
 
     entry = next(e for e in corpus.entries() if e["file"] == "bert_fused.onnx")
+    entry = dict(entry, dir=os.path.abspath(entry["dir"]))
+    monkeypatch.chdir(tmp_path)  # the quantizer leaves its temporary model files in the cwd
     plain = str(tmp_path / "plain_int8.onnx")
     with pytest.raises(RuntimeError, match="Unable to find data type"):
         quantize_dynamic(f"{entry['dir']}/bert_fused.onnx", plain, weight_type=QuantType.QInt8)

@@ -246,9 +246,18 @@ def check_many(paths: list, *, strict: bool = False, assume_nonempty: bool = Fal
     """Reports for several models, in the order given; ``jobs`` > 1 uses that many processes."""
     if jobs <= 1 or len(paths) <= 1:
         return [check(p, strict=strict, assume_nonempty=assume_nonempty) for p in paths]
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+    # Workers fork from a fresh single-threaded server, never from this process: a fork of a
+    # process whose other threads hold locks (onnxruntime's pool, a caller's threads) can leave
+    # the child waiting forever on a lock no thread will release.
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        mp = multiprocessing.get_context("forkserver")
+        mp.set_forkserver_preload(["shapeinfer.checker.run"])
+    else:
+        mp = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=mp) as pool:
         futures = [pool.submit(check, p, strict=strict, assume_nonempty=assume_nonempty) for p in paths]
         return [f.result() for f in futures]
 
