@@ -7,7 +7,7 @@ from typing import Optional
 
 from onnx import ModelProto, TypeProto
 
-from ..modelio.wire import graph_patch, tensor_value_info
+from ..modelio.wire import graph_patch, tensor_value_info, type_bytes
 from ..symbolic import Dim, to_str
 from .facts import Fact
 from .protos import clear_negative_dims, fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
@@ -76,9 +76,11 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     inits = {t.name for t in g.initializer}
     input_names = {d.dim_param for i in g.input if i.name not in inits and i.type.HasField("tensor_type")
                    for d in i.type.tensor_type.shape.dim if d.dim_param}
-    appended: list = []  # new value_info entries, as wire bytes (see encoding.py)
+    appended: list = []  # new value_info entries, as wire bytes (see modelio/wire.py)
+    by_kid: dict = {}  # Fact.kid -> its type's bytes (facts with one number have one type)
+    facts = result.facts
     for name in result.tensor_names():
-        fact = result.facts.get(name)
+        fact = facts.get(name)
         if fact is None or name in known_elsewhere:
             continue
         if name in outputs:
@@ -91,7 +93,14 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
                 vi.name = name
                 vi.type.CopyFrom(type_from_fact(fact))
             elif fact.dtype:
-                appended.append(tensor_value_info(name, fact.dtype, fact.shape))
+                kid = fact.kid
+                if kid is None:
+                    appended.append(tensor_value_info(name, fact.dtype, fact.shape))
+                else:
+                    tb = by_kid.get(kid)
+                    if tb is None:
+                        tb = by_kid[kid] = type_bytes(fact.dtype, fact.shape)
+                    appended.append(tensor_value_info(name, fact.dtype, fact.shape, tb))
             continue
         _write_type(vi.type, fact, result, not input_shapes, input_names)
     if appended:

@@ -32,6 +32,7 @@ from .registry import lookup, normalize_domain
 from .symbols import SymbolTable, input_symbol_names
 
 _NO_RULE = object()
+_UNSET = object()
 
 
 
@@ -113,6 +114,8 @@ class Engine:
         self.symbols = SymbolTable(model)
         self._rules: dict = {}  # (domain, op, version) -> rule or None, looked up once
         self._memo: dict = {}  # _memo_key -> the output facts a rule gave (see infer_node)
+        self._kids: dict = {}  # (dtype, shape, value) -> its number (Fact.kid), for memo keys
+        self._fast: dict = {}  # (op, domain as written) -> rule key, for memo hits in run_nodes
         self._clean_hit = False  # the last infer_node was served by the memo
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
         self.functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
@@ -221,11 +224,18 @@ class Engine:
         i = 0
         later = None
         self._work += len(nodes)
+        # Memo hits are served here, without a call: (op, domain) -> the rule's key, for ops
+        # whose rule infer_node found memoizable under the main graph's opsets.
+        fast = self._fast if (MEMOIZE and opsets is self.opsets and attr_scope is None and not self.assume_nonempty
+                              and not self.functions) else None
+        memo, kids = self._memo, self._kids
+        nonempty = self.assume_nonempty
         while i < len(order):
             node = order[i]
             inputs = []
             absent = False
-            for n in node.input:
+            names_in = node.input[:]  # (one list: each read of a protobuf field makes new objects)
+            for n in names_in:
                 if not n:
                     inputs.append(None)
                     absent = True
@@ -241,9 +251,22 @@ class Engine:
                         break
                 inputs.append(f)
             else:
-                self._clean_hit = False
-                outs = self.infer_node(node, inputs, opsets, attr_scope, facts, absent)
-                checked = self._clean_hit  # (a memo hit: its facts passed the checks below when stored)
+                names_out = node.output[:]
+                outs = None
+                memo_key = _UNSET
+                if fast is not None:
+                    key = fast.get((node.op_type, node.domain))
+                    if key is not None:
+                        memo_key = _memo_key(key, node, inputs, absent, kids, names_in, names_out)
+                        hit = memo.get(memo_key) if memo_key is not None else None
+                        if hit is not None:
+                            outs = self._served(node, hit)
+                if outs is not None:
+                    checked = True  # (a memo hit: its facts passed the checks below when stored)
+                else:
+                    self._clean_hit = False
+                    outs = self.infer_node(node, inputs, opsets, attr_scope, facts, absent, memo_key)
+                    checked = self._clean_hit
                 if not checked:
                     for fact in outs:
                         if fact.shape:
@@ -251,7 +274,7 @@ class Engine:
                                 if d.__class__ is int and d > INT64_MAX:
                                     self._dim_past_int64(node, fact)
                                     break
-                for name, fact in zip(node.output, outs):
+                for name, fact in zip(names_out, outs):
                     if type(name) is not str:
                         raise ModelLoadError(f"node {node_label(node)!r} ({node.op_type}): an output name is not "
                                              f"valid UTF-8 ({name!r}); the file is corrupt")
@@ -260,7 +283,7 @@ class Engine:
                     if name:
                         facts[name] = fact
                         produced.append(name)
-                        if self.assume_nonempty and fact.shape is not None:
+                        if nonempty and fact.shape is not None:
                             self.tensor_dims.update(d for d in fact.shape if type(d) is not int)
                 i += 1
         return produced
@@ -289,9 +312,26 @@ class Engine:
         name = TensorProto.DataType.Name(fact.dtype).lower()
         self.warn(node, f"integer overflow: a value {bad[0]} does not fit {name} (it wraps at run time)", kind="overflow")
 
-    def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope, absent: bool = True) -> list:
+    def _served(self, node, hit) -> list:
+        """The output facts of a memo hit for ``node``: copies of the stored facts (numbers
+        kept), and the rule's conditions said again, of this node."""
+        facts, said = hit
+        if said:
+            label = node_label(node)
+            op = node.op_type
+            self.diagnostics.extend(Diagnostic(sev, label, op, msg, dims, kind) for sev, msg, dims, kind in said)
+        outs = []
+        for f in facts:
+            copy = Fact(f.dtype, f.shape, f.value)
+            copy.kid = f.kid
+            outs.append(copy)
+        return outs
+
+    def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope, absent: bool = True,
+                   memo_key=_UNSET) -> list:
         """The output facts of one node. ``absent``: some input name is empty (False lets the
-        memo skip looking)."""
+        memo skip looking). ``memo_key``: the node's memo key when run_nodes has computed it
+        (and found no hit)."""
         op, raw_domain = node.op_type, node.domain
         if self.functions:
             function = self.functions.get(function_key(raw_domain, op, getattr(node, "overload", "")))
@@ -307,14 +347,18 @@ class Engine:
         fn = self._rules.get(key, _NO_RULE)
         if fn is _NO_RULE:
             fn = self._rules[key] = lookup(domain, op, version) if version is not None else None
-        memo_key = None
         if fn is not None and MEMOIZE and attr_scope is None and not self.assume_nonempty and op not in _NEVER_MEMOIZED:
-            memo_key = _memo_key(key, node, inputs, absent)
-            if memo_key is not None:
-                hit = self._memo.get(memo_key)
-                if hit is not None:
-                    self._clean_hit = True
-                    return [Fact(f.dtype, f.shape, f.value) for f in hit]
+            if opsets is self.opsets and not self.functions:
+                self._fast[(op, raw_domain)] = key
+            if memo_key is _UNSET:
+                memo_key = _memo_key(key, node, inputs, absent, self._kids, node.input, node.output)
+                if memo_key is not None:
+                    hit = self._memo.get(memo_key)
+                    if hit is not None:
+                        self._clean_hit = True
+                        return self._served(node, hit)
+        else:
+            memo_key = None
         if fn is not None:
             ctx = NodeContext(node, inputs, version, self, attr_scope, scope, opsets)
             mark = (self.symbols._counter, len(self.diagnostics))
@@ -335,11 +379,15 @@ class Engine:
                 got = None
             if got is not None:
                 if len(got) == n_out and all(o is not None for o in got):
-                    # the same op, attributes and input facts give the same facts -- unless
-                    # the rule minted a symbol (two unknowns are not one) or said something
-                    if memo_key is not None and mark == (self.symbols._counter, len(self.diagnostics)) \
+                    # the same op, attributes and input facts give the same facts and the same
+                    # conditions (their text is made of dims, never of names) -- unless the rule
+                    # minted a symbol (two unknowns are not one) or said something else
+                    if memo_key is not None and mark[0] == self.symbols._counter \
                             and all(o.type_proto is None and _passes_checks(o) for o in got):
-                        self._memo[memo_key] = [Fact(f.dtype, f.shape, f.value) for f in got]
+                        said = self.diagnostics[mark[1]:]
+                        if all(d.kind == "condition" for d in said):
+                            # (the facts themselves: their numbers, once given, serve every hit)
+                            self._memo[memo_key] = (list(got), tuple((d.severity, d.message, d.dims, d.kind) for d in said))
                     return got
                 outs = (list(got) + [None] * n_out)[:n_out]
         if any(o is None for o in outs):
@@ -444,11 +492,11 @@ MEMOIZE = True
 _NEVER_MEMOIZED = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 
-def _memo_key(key: tuple, node, inputs: list, absent: bool = True):
+def _memo_key(key: tuple, node, inputs: list, absent: bool, kids: dict, names_in, names_out):
     """What a rule's result is a function of: (domain, op, version), the attributes, which
-    inputs and outputs are given, and each input's element type, shape and value. None where
-    one cannot be told cheaply (a subgraph or a reference among the attributes, an input that
-    is a sequence or a map)."""
+    inputs and outputs are given, and each input's element type, shape and value (as the
+    number ``kids`` gives it). None where one cannot be told cheaply (a subgraph or a reference
+    among the attributes, an input that is a sequence or a map)."""
     attrs = node.attribute
     if attrs:
         parts = []
@@ -464,18 +512,24 @@ def _memo_key(key: tuple, node, inputs: list, absent: bool = True):
         if f is None:
             facts.append(None)
             continue
-        if f.type_proto is not None:
-            return None
-        v = f.value
-        if v is None:
-            facts.append((f.dtype, f.shape))
-        elif v.dtype == object:
-            facts.append((f.dtype, f.shape, v.shape, tuple(v.reshape(-1).tolist())))
-        else:
-            facts.append((f.dtype, f.shape, v.dtype.str, v.shape, v.tobytes()))
-    given_in = tuple(not n for n in node.input) if absent else len(inputs)
-    outputs = node.output
-    given_out = tuple(not n for n in outputs) if len(outputs) != 1 else outputs[0] == ""
+        kid = f.kid
+        if kid is None:
+            if f.type_proto is not None:
+                return None
+            v = f.value
+            if v is None:
+                full = (f.dtype, f.shape)
+            elif v.dtype == object:
+                full = (f.dtype, f.shape, v.shape, tuple(v.reshape(-1).tolist()))
+            else:
+                full = (f.dtype, f.shape, v.dtype.str, v.shape, v.tobytes())
+            kid = kids.get(full)
+            if kid is None:
+                kid = kids[full] = len(kids)
+            f.kid = kid
+        facts.append(kid)
+    given_in = tuple(not n for n in names_in) if absent else len(inputs)
+    given_out = tuple(not n for n in names_out) if len(names_out) != 1 else names_out[0] == ""
     return (key, attrs, given_in, given_out, tuple(facts))
 
 

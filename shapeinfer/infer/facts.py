@@ -63,7 +63,7 @@ class Fact:
     ``dataclass(slots=True)`` needs Python 3.10 and shapeinfer supports 3.9. Facts compare by
     identity."""
 
-    __slots__ = ("dtype", "shape", "value", "type_proto")
+    __slots__ = ("dtype", "shape", "value", "type_proto", "kid")
 
     def __init__(self, dtype: int = 0, shape: Optional[tuple] = None, value: Optional[np.ndarray] = None,
                  type_proto: object = None):
@@ -71,6 +71,9 @@ class Fact:
         self.shape = shape
         self.value = value
         self.type_proto = type_proto
+        # The engine's number for (dtype, shape, value), given when a memo key first needs it
+        # (engine.py): a fact is not changed once a node has read it.
+        self.kid = None
 
     def __repr__(self):
         return f"Fact(dtype={self.dtype!r}, shape={self.shape!r}, value={self.value!r}, type_proto={self.type_proto!r})"

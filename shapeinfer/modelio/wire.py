@@ -52,9 +52,19 @@ def _type_bytes(elem_type: int, shape) -> bytes:
     return _field(2, _field(1, tensor))
 
 
-def tensor_value_info(name: str, elem_type: int, shape) -> bytes:
-    """The bytes of one GraphProto.value_info entry for a tensor (shape None: rank unknown)."""
-    return _field(13, _field(1, name.encode()) + _type_bytes(elem_type, shape))
+def tensor_value_info(name: str, elem_type: int, shape, type_bytes: bytes = None) -> bytes:
+    """The bytes of one GraphProto.value_info entry for a tensor (shape None: rank unknown);
+    ``type_bytes``: what _type_bytes(elem_type, shape) gives, when the caller has it."""
+    n = name.encode()
+    inner = _NAME_TAG + (_SMALL[len(n)] if len(n) < 128 else _varint(len(n))) + n \
+        + (type_bytes if type_bytes is not None else _type_bytes(elem_type, shape))
+    return _VALUE_INFO_TAG + (_SMALL[len(inner)] if len(inner) < 128 else _varint(len(inner))) + inner
+
+
+type_bytes = _type_bytes
+_SMALL = tuple(bytes((k,)) for k in range(128))  # the varint of a number below 128 is that byte
+_NAME_TAG = _varint(1 << 3 | 2)  # ValueInfoProto.name
+_VALUE_INFO_TAG = _varint(13 << 3 | 2)  # GraphProto.value_info
 
 
 def graph_patch(value_infos: list) -> bytes:
