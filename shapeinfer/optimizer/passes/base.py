@@ -85,6 +85,9 @@ class PassContext:
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
     memo: dict = field(default_factory=dict)  # per-run caches of the passes (keyed by pass)
     _unknown: dict = field(default_factory=dict)
+    _indexed: Optional[tuple] = None  # (graph.nodes, its length, op -> nodes) for nodes()
+    _positions: dict = field(default_factory=dict)  # id(node) -> its place in graph.nodes
+    _retyped: bool = False  # a node is filed under a second op
 
     def unique_name(self, base: str) -> str:
         """A tensor name not used in the graph yet (the set of names is built once per run)."""
@@ -121,16 +124,46 @@ class PassContext:
 
         The list of nodes is taken when the walk starts: a rewrite may add nodes (not visited)
         or take some out (still visited, without outputs). Each node's op is read when the walk
-        reaches it, after the rewrites of the nodes before it."""
+        reaches it, after the rewrites of the nodes before it.
+
+        The nodes come from an index by op (a pass reads a few ops: walking every node for
+        each pass and round was most of the time on large graphs), rebuilt when the list of
+        nodes has changed; a node whose op a pass changes is filed under its new op too
+        (``touched``)."""
+        index = self._op_index()
         wanted = frozenset(ops)
-        for node in list(self.graph.nodes):
+        found = []
+        for op in wanted:
+            found.extend(index.get(op, ()))
+        if len(wanted) > 1 or self._retyped:
+            pos = self._positions
+            if self._retyped:  # (a node filed under two ops may be in found twice)
+                found = list({id(n): n for n in found}.values())
+            found.sort(key=lambda n: pos[id(n)])
+        for node in found:
             if self.op(node) in wanted:
                 yield node
 
+    def _op_index(self) -> dict:
+        nodes = self.graph.nodes
+        if self._indexed is not None and self._indexed[0] is nodes and self._indexed[1] == len(nodes):
+            return self._indexed[2]
+        index: dict = {}
+        for node in nodes:
+            index.setdefault(self.op(node), []).append(node)
+        self._positions = {id(n): k for k, n in enumerate(nodes)}
+        self._retyped = False
+        self._indexed = (nodes, len(nodes), index)
+        return index
+
     def touched(self, node) -> None:
-        """A pass changed node's op or attributes: forget what was cached about it."""
+        """A pass changed node's op or attributes: forget what was cached about it (and file it
+        under its op in the index of ``nodes``)."""
         for cache in self.memo.values():
             cache.pop(id(node), None)
+        if self._indexed is not None and id(node) in self._positions:
+            self._indexed[2].setdefault(self.op(node), []).append(node)
+            self._retyped = True
 
     def is_unknown(self, d) -> bool:
         if type(d) is int:

@@ -20,7 +20,7 @@ from onnx import helper
 
 from ...fold.folder import NONDETERMINISTIC
 from .base import NO_MATCH, Match, Pass, PassResult, RewritePass, register
-from .graph_ops import bypass, can_bypass, constant_array, remove_node, replace_uses
+from .graph_ops import bypass, can_bypass, constant_array, remove_node, replace_uses, set_input
 
 SMALL = 64  # elements: constants up to this size are compared by value
 
@@ -70,7 +70,7 @@ class DedupePass(Pass):
                     continue
                 keep = by_value.setdefault(key, t)
                 if keep is not t:
-                    node.inputs[i] = keep
+                    set_input(node, i, keep)
         seen: dict = {}
         for node in list(ctx.graph.nodes):
             # ONNX ops only: a model-local function or another domain's op may draw random numbers

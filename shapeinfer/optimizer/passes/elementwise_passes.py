@@ -18,7 +18,7 @@ import onnx_graphsurgeon as gs
 
 from ...symbolic import BroadcastError, bcast
 from .base import NO_MATCH, Decline, Match, RewritePass, register
-from .graph_ops import bypass, can_bypass, constant_array, remove_node, replace_uses
+from .graph_ops import bypass, can_bypass, clear_outputs, constant_array, remove_node, replace_uses, set_input
 
 BROADCASTING = frozenset({
     "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Less", "LessOrEqual",
@@ -113,8 +113,8 @@ class CancelReshapesPass(RewritePass):
     def rewrite(self, ctx, last, match) -> str:
         mid, out = match.mid, last.outputs[0]
         remove_node(last)
-        mid.outputs.clear()
-        mid.inputs[0] = match.source
+        clear_outputs(mid)
+        set_input(mid, 0, match.source)
         mid.outputs.append(out)
         return f"cancelled with {match.first.name or 'Reshape'} around {mid.op}"
 

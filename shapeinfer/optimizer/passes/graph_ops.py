@@ -14,8 +14,70 @@ import onnx_graphsurgeon as gs
 
 from ...fold.folder import constant_array, constant_values, outer_variables
 
-__all__ = ["bypass", "can_bypass", "constant_array", "constant_input", "constant_values", "remove_dead_nodes",
-           "remove_node", "replace_uses", "shape_constant"]
+__all__ = ["bypass", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
+           "constant_values", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses", "set_input",
+           "shape_constant"]
+
+
+# onnx-graphsurgeon keeps node.inputs and each tensor's .outputs (its readers) in step: taking a
+# tensor out of node.inputs removes node from tensor.outputs with list.remove, which compares
+# nodes field by field (Node.__eq__) -- quadratic time on a constant read by thousands of
+# nodes, and it may take out another node that looks equal (unnamed copies). Every edit of a
+# node's inputs or outputs goes through these helpers, which unlink by identity.
+
+
+def _unlink(items: list, obj) -> None:
+    """Take one occurrence of obj (by identity) out of a synchronised list, without syncing.
+
+    A shared constant has thousands of readers, and passes take them out in graph order, each
+    near where the last one was: the search starts there (a hint per list, by id -- only a
+    starting point, every match is checked by identity) and widens both ways."""
+    n = len(items)
+    hint = _HINTS.get(id(items), 0)
+    if hint >= n:
+        hint = n - 1
+    for step in range(n):
+        for k in (hint + step, hint - step - 1):
+            if 0 <= k < n and items[k] is obj:
+                list.pop(items, k)
+                if len(_HINTS) > 65536:
+                    _HINTS.clear()
+                _HINTS[id(items)] = k
+                return
+
+
+_HINTS: dict = {}  # id(list) -> where the last _unlink found its element
+
+
+def set_input(node, i: int, tensor) -> None:
+    """node.inputs[i] = tensor."""
+    old = node.inputs[i]
+    if old is tensor:
+        return
+    _unlink(old.outputs, node)
+    list.__setitem__(node.inputs, i, tensor)
+    list.append(tensor.outputs, node)
+
+
+def pop_input(node):
+    """node.inputs.pop(): the last input, no longer read by node."""
+    old = list.pop(node.inputs)
+    _unlink(old.outputs, node)
+    return old
+
+
+def clear_inputs(node) -> None:
+    """node.inputs.clear()."""
+    for t in node.inputs:
+        _unlink(t.outputs, node)
+    list.clear(node.inputs)
+
+
+def clear_outputs(node) -> None:
+    """node.outputs.clear()."""
+    for t in node.outputs:
+        _unlink(t.inputs, node)
+    list.clear(node.outputs)
 
 
 def constant_input(node, i: int) -> Optional[np.ndarray]:
@@ -40,15 +102,15 @@ def replace_uses(graph, old, new) -> None:
     for node in list(old.outputs):
         for i, t in enumerate(node.inputs):
             if t is old:
-                node.inputs[i] = new
+                set_input(node, i, new)
 
 
 def remove_node(node) -> None:
     """Take node out of the graph: no outputs, and no longer a consumer of its inputs (a removed
     node that still read its inputs would show up among their consumers, without outputs). The
     node itself is dropped from graph.nodes at the end of the run."""
-    node.outputs.clear()
-    node.inputs.clear()
+    clear_outputs(node)
+    clear_inputs(node)
 
 
 def can_bypass(ctx, node, source) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from onnx import TensorProto
 
 from .base import NO_MATCH, Decline, Match, RewritePass, register
-from .graph_ops import bypass, can_bypass, remove_node
+from .graph_ops import bypass, can_bypass, clear_inputs, remove_node, set_input
 
 
 def _perm(ctx, node):
@@ -61,7 +61,7 @@ class MergeTransposesPass(RewritePass):
             bypass(ctx, node, match.source)
             what = f"with {merged.name or 'Transpose'} gives the identity" if merged else "has the identity permutation"
             return f"removed: it {what}"
-        node.inputs[0] = match.source
+        set_input(node, 0, match.source)
         node.attrs["perm"] = match.perm
         ctx.touched(node)
         return f"merged with {merged.name or 'Transpose'}: one Transpose with perm {match.perm}"
@@ -94,7 +94,7 @@ class MergeConcatsPass(RewritePass):
     def rewrite(self, ctx, node, match) -> str:
         inner = match.inner
         spliced = list(node.inputs[:match.index]) + list(inner.inputs) + list(node.inputs[match.index + 1:])
-        node.inputs.clear()
+        clear_inputs(node)
         node.inputs.extend(spliced)
         ctx.touched(node)
         return f"spliced in {inner.name or 'Concat'}: {len(node.inputs)} inputs"
@@ -144,7 +144,7 @@ class FuseGemmPass(RewritePass):
         add = match.add
         add.op, add.attrs = "Gemm", {}
         operands = [node.inputs[0], node.inputs[1], match.bias]
-        add.inputs.clear()
+        clear_inputs(add)
         add.inputs.extend(operands)
         remove_node(node)
         ctx.touched(add)

@@ -22,7 +22,7 @@ from onnx import TensorProto
 
 from ...symbolic import provably_positive
 from .base import NO_MATCH, Decline, Match, RewritePass, register
-from .graph_ops import bypass, can_bypass, constant_input, shape_constant
+from .graph_ops import bypass, can_bypass, constant_input, pop_input, set_input, shape_constant
 
 
 _NON_FLOAT = frozenset({TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
@@ -88,7 +88,7 @@ class ReduceBroadcastPass(RewritePass):
 
     def rewrite(self, ctx, node, match) -> str:
         copy = match.copy
-        node.inputs[0] = copy.inputs[0]
+        set_input(node, 0, copy.inputs[0])
         return f"reads the input of {copy.op} {copy.name or ''} (the copies add no values)"
 
 
@@ -121,7 +121,7 @@ class ReduceSizeOnePass(RewritePass):
         node.attrs.clear()
         ctx.touched(node)
         while len(node.inputs) > 1:
-            node.inputs.pop()
+            pop_input(node)
         if ctx.opsets.get("", 0) >= 13:
             node.inputs.append(shape_constant(ctx, f"{node.name or 'Squeeze'}_axes", axes))
         else:

@@ -25,7 +25,7 @@ import numpy as np
 import onnx_graphsurgeon as gs
 
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
-from .graph_ops import bypass, can_bypass, constant_array, constant_input, constant_values, shape_constant
+from .graph_ops import bypass, can_bypass, clear_inputs, constant_array, constant_input, constant_values, set_input, shape_constant
 from .specs import expand_spec, reshape_spec, same_shape
 
 RESHAPE_LIKE = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -113,7 +113,7 @@ class ConstantShapesPass(RewritePass):
     def rewrite(self, ctx, node, match) -> str:
         if ctx.op(node) == "Reshape" and node.attrs.get("allowzero", 0) and 0 in match.spec:
             node.attrs["allowzero"] = 0  # the new shape is written for allowzero=0
-        node.inputs[1] = shape_constant(ctx, f"{node.name or node.op}_shape", list(match.spec))
+        set_input(node, 1, shape_constant(ctx, f"{node.name or node.op}_shape", list(match.spec)))
         ctx.touched(node)
         return f"computed shape replaced by constant {list(match.spec)}"
 
@@ -149,12 +149,12 @@ class CollapseReshapesPass(RewritePass):
     def rewrite(self, ctx, node, match) -> str:
         inner, spec = match.inner, match.spec
         if spec is None:  # the computed shape stays, applied to the first input
-            node.inputs[0] = match.source
+            set_input(node, 0, match.source)
             ctx.touched(node)
             return f"merged with {inner.name or inner.op} ({inner.op}): its computed shape now reshapes the first input"
         was = node.op
         node.op, node.attrs = "Reshape", {}
-        node.inputs.clear()
+        clear_inputs(node)
         if ctx.opsets.get("", 0) < 5:  # Reshape-1 takes the shape as an attribute
             node.attrs["shape"] = [int(v) for v in spec]
             node.inputs.append(match.source)
@@ -235,7 +235,7 @@ class TileToExpandPass(RewritePass):
         node.op = "Expand"
         ctx.touched(node)
         if match.constant_repeats:
-            node.inputs[1] = shape_constant(ctx, f"{node.name or 'Tile'}_expand_shape", match.entries)
+            set_input(node, 1, shape_constant(ctx, f"{node.name or 'Tile'}_expand_shape", match.entries))
         # (computed repeats serve as the Expand target as they are: 1 keeps a dim)
         return "became Expand (every repeated axis has size 1)"
 
@@ -293,9 +293,12 @@ class TileUniformPass(RewritePass):
             target = gs.Variable(ctx.unique_name(f"{node.name or 'Tile'}_out_shape"), dtype=np.int64)
             mul = gs.Node("Mul", name=ctx.unique_name(f"{node.name or 'Tile'}_out_shape_mul"),
                           inputs=[base, reps], outputs=[target])
-            ctx.graph.nodes.insert(ctx.graph.nodes.index(node), mul)  # keeps the order topological
+            # before node, which keeps the order topological (found by identity: list.index
+            # compares nodes field by field, and an unnamed copy may look equal)
+            at = next(k for k, n in enumerate(ctx.graph.nodes) if n is node)
+            ctx.graph.nodes.insert(at, mul)
         node.op = "Expand"
-        node.inputs[0] = element
-        node.inputs[1] = target
+        set_input(node, 0, element)
+        set_input(node, 1, target)
         ctx.touched(node)
         return "became Expand of a single element (its input's elements are all equal)"
