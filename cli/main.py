@@ -177,7 +177,7 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
         text = render_table(result, model_path, all_tensors=all_tensors)
         if written is not None:
             text += f"\nannotated model written to {output}"
-            if written.data:
+            if written.describe():
                 text += f"\n{written.describe()}"
         _echo_report(text, dest)
 

@@ -123,7 +123,7 @@ def render_optimize(report, model_path: str, output: str, explain: bool, verdict
         out.append(f"verify ({verdict.engine}): {_verdict_line(verdict)}")
         for binding, outcome in verdict.runs:
             out.append(f"  {_binding(binding)}: {outcome}")
-    if written is not None and written.data:
+    if written is not None and written.describe():
         out.append(written.describe())
     return "\n".join(out)
 

@@ -300,12 +300,36 @@ def test_the_data_file_never_overwrites_a_file_the_input_reads(command, src, tmp
 
 
 @pytest.mark.parametrize("command", WRITERS)
-def test_output_beside_the_source_gets_its_own_data_file(command, src, capsys):
+def test_output_beside_the_source_references_its_data_files(command, src, capsys):
+    """Written into the folder the input's locations are relative to, the model reads the
+    input's data files where they are (a 13.5 GB model is not copied): same locations, same
+    ranges, no data file written, and onnxruntime runs it to the same outputs."""
     before = _digests(src.parent)
+    src_refs = {t.name: {e.key: e.value for e in t.external_data}
+                for t in onnx.load(str(src), load_external_data=False).graph.initializer
+                if t.data_location == TensorProto.EXTERNAL}
     out = src.parent / "b.onnx"
     assert main([command, str(src), "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "referenced where it is, not copied" in said and "m.data" in said
+    refs = {t.name: {e.key: e.value for e in t.external_data}
+            for t in onnx.load(str(out), load_external_data=False).graph.initializer
+            if t.data_location == TensorProto.EXTERNAL}
+    assert refs and all({"location", "offset", "length"} <= set(r) for r in refs.values())
+    assert all(src_refs[name] == r for name, r in refs.items())  # (the optimizer may drop some)
+    assert set(_locations(out).values()) <= {"m.data", "weights/w2.bin"}
+    assert not (src.parent / "b.onnx.data").exists()
+    np.testing.assert_array_equal(_run(out), _run(src))
+    assert {k: v for k, v in _digests(src.parent).items() if k in before} == before
+
+
+@pytest.mark.parametrize("command", WRITERS)
+def test_output_beside_the_source_with_a_data_file_named_gets_it(command, src, capsys):
+    before = _digests(src.parent)
+    out = src.parent / "b.onnx"
+    assert main([command, str(src), "-o", str(out), "--external-data", "b.bin"]) == 0
     capsys.readouterr()
-    assert set(_locations(out).values()) == {"b.onnx.data"}
+    assert set(_locations(out).values()) == {"b.bin"}
     np.testing.assert_array_equal(_run(out), _run(src))
     after = _digests(src.parent)
     assert {k: v for k, v in after.items() if k in before} == before

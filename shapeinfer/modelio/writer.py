@@ -10,7 +10,9 @@ A destination is resolved once (:func:`resolve_destination`):
 * a destination that is, by any path or hard link, a file the input reads (the input model, its
   external data) is refused before anything is written.
 
-:func:`write_model` writes a model whose tensors may be stored as external data: the data goes
+:func:`write_model` writes a model whose tensors may be stored as external data. Written into
+the folder the input's locations are relative to, the model reads the input's data files where
+they are (nothing copied or read but the tiny tensors that must be inline). Elsewhere the data goes
 into one file beside the model (ONNX runtimes refuse a location that leaves the model's folder),
 copied range by range from the source's files (in the kernel where it can: copy_file_range,
 which shares the blocks on file systems that can), never through memory whole. Never a hard
@@ -78,8 +80,11 @@ class Written:
     data: Optional[str] = None  # the external data file beside it, if any
     tensors: int = 0  # tensors stored in the data file
     data_bytes: int = 0  # the data file's size
+    referenced: tuple = ()  # the input's data files the model reads where they are (not copied)
 
     def describe(self) -> str:
+        if self.referenced:
+            return f"external data: {', '.join(self.referenced)} (the input's, referenced where it is, not copied)"
         if self.data is None:
             return ""
         return f"external data: {self.data} ({self.tensors} tensor{'s' if self.tensors != 1 else ''}, " \
@@ -87,7 +92,7 @@ class Written:
 
     def as_dict(self) -> dict:
         return {"model": self.model, "external_data": self.data, "tensors": self.tensors,
-                "data_bytes": self.data_bytes}
+                "data_bytes": self.data_bytes, "referenced": list(self.referenced)}
 
 
 # ------------------------------------------------------------------------------ destinations
@@ -271,10 +276,9 @@ def _read(path: str, offset: int, length: int) -> bytes:
     return data
 
 
-def _plan(out: ModelProto, source_dir: Optional[str], name: str, threshold: int) -> _Plan:
-    """Point every external tensor of ``out`` (a copy) at ``name`` and plan the data file:
-    inline initializers of ``threshold`` bytes or more become external too, and tensors of at
-    most INLINE_ELEMENTS elements are inline (an external one is read: a few hundred bytes)."""
+def _inline_small(out: ModelProto, source_dir: Optional[str]) -> list:
+    """Make the external tensors of ``out`` (a copy) of at most INLINE_ELEMENTS elements inline
+    (each is read: a few hundred bytes); the others, as (tensor, path, offset, length)."""
     ext = []
     for t in external_tensors(out):
         path = resolve_location(source_dir, external_info(t).get("location", ""))
@@ -286,6 +290,14 @@ def _plan(out: ModelProto, source_dir: Optional[str], name: str, threshold: int)
             t.raw_data = data
             continue
         ext.append((t, path, offset, length))
+    return ext
+
+
+def _plan(out: ModelProto, source_dir: Optional[str], name: str, threshold: int) -> _Plan:
+    """Point every external tensor of ``out`` (a copy) at ``name`` and plan the data file:
+    inline initializers of ``threshold`` bytes or more become external too, and tensors of at
+    most INLINE_ELEMENTS elements are inline (an external one is read: a few hundred bytes)."""
+    ext = _inline_small(out, source_dir)
     moved = []
     for t in _initializers(out.graph):
         if t.data_location == TensorProto.EXTERNAL or _elements(t) <= INLINE_ELEMENTS:
@@ -393,6 +405,7 @@ class _Targets:
     dest: Destination  # the model's
     data_path: Optional[str]  # the data file's real path, when there is one to write
     name: str  # its location, relative to the model
+    referenced: tuple = ()  # the input's data files, read where they are (see _targets)
 
 
 def _targets(model, path: str, source_dir, external_data, protected) -> _Targets:
@@ -408,6 +421,15 @@ def _targets(model, path: str, source_dir, external_data, protected) -> _Targets
         protected += [(p, "external data the input model reads") for p in external_data_files(model, source_dir)]
     if external_data is None and not has_external:
         return _Targets(resolve_destination(path, protected), None, "")
+    if external_data is None:
+        # Written into the folder the input's data files are relative to: the new model reads
+        # them where they are (its locations stay valid there, as onnxruntime resolves them),
+        # so gigabytes of weights are neither copied nor read.
+        dest = resolve_destination(path, protected)
+        if not dest.stream and dest.folder == os.path.realpath(source_dir) \
+                and os.path.realpath(os.path.dirname(os.path.abspath(path))) == dest.folder:
+            return _Targets(dest, None, "", tuple(os.path.relpath(p, dest.folder)
+                                                  for p in external_data_files(model, source_dir)))
     name = external_data if external_data is not None else os.path.basename(path.rstrip("/" + os.sep)) + ".data"
     _check_data_name(name)
     dest = resolve_destination(path, protected)
@@ -440,7 +462,9 @@ def write_model(model: ModelProto, path, *, source_dir: Optional[str] = None, ex
     ``source_dir`` is the folder the model's external data locations are relative to (the
     folder of the file it was loaded from; needed when it has external tensors, which
     shapeinfer.load_model leaves unloaded). A model without external tensors is written as one
-    file, unless ``external_data`` names a data file. Otherwise its tensors go into one file
+    file, unless ``external_data`` names a data file. A model with external tensors written into
+    ``source_dir`` itself, with no ``external_data`` named, keeps its locations: it reads the
+    input's data files where they are (``Written.referenced``). Otherwise its tensors go into one file
     beside path -- ``external_data``, by default path's name + ``.data``: every external tensor
     (copied range by range, never read into memory whole; equal ranges once) and every inline
     initializer of ``size_threshold`` bytes or more; smaller ones stay inline, and so does every
@@ -459,6 +483,15 @@ def write_model(model: ModelProto, path, *, source_dir: Optional[str] = None, ex
     where = _targets(model, path, source_dir, external_data, protected)
     out = model
     plan = None
+    if where.referenced:
+        out = ModelProto()
+        out.CopyFrom(model)
+        _inline_small(out, source_dir)
+        if out.ByteSize() >= MAX_MODEL_BYTES:
+            raise OutputError(f"{path}: the model would have {out.ByteSize()} bytes, over protobuf's 2 GiB; "
+                              "store its weights as external data (--external-data FILE)")
+        write_bytes(where.dest, out.SerializeToString(), ".onnx")
+        return Written(model=path, referenced=where.referenced)
     if where.data_path is not None:
         out = ModelProto()
         out.CopyFrom(model)
