@@ -144,3 +144,67 @@ def test_optimize_big_model_keeps_external_weights(tmp_path):
     assert w.data_location == TensorProto.EXTERNAL
     # Shape(w) is known without reading w: it became a constant.
     assert "Shape" not in [n.op_type for n in m.graph.node]
+
+
+def _bench_models():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+    try:
+        import models
+    finally:
+        sys.path.pop(0)
+    return models
+
+
+def test_7b_shaped_model_is_optimised_in_its_folder_and_checked_without_reading_weights(tmp_path):
+    """The Llama-2-7B-shaped model of bench/models.py (6.7 B float16 parameters, 13.5 GB of
+    sparse external data): optimize writes beside it and references the data file (no copy,
+    no data file of its own), check passes on both, and each CLI run stays far below the
+    weights' size in memory (one that read them would need 13.5 GB)."""
+    path = _bench_models().llama_7b(str(tmp_path))
+    data = tmp_path / "llama7b.data"
+    before = os.stat(data)
+    assert before.st_size > 13 * 10**9
+    for command in (["optimize", path, "-o", str(tmp_path / "opt.onnx")], ["check", path],
+                    ["check", str(tmp_path / "opt.onnx")]):
+        run = subprocess.run([sys.executable, "-m", "shapeinfer_cli.main", *command], capture_output=True,
+                             text=True, timeout=300, cwd=str(tmp_path))
+        assert run.returncode == 0, (command, run.stdout[-2000:], run.stderr[-2000:])
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 < 1024
+    assert sorted(os.listdir(tmp_path)) == ["llama7b.data", "llama7b.onnx", "opt.onnx"]
+    after = os.stat(data)
+    assert (after.st_size, after.st_mtime_ns, after.st_blocks) == (before.st_size, before.st_mtime_ns, before.st_blocks)
+    m = onnx.load(str(tmp_path / "opt.onnx"), load_external_data=False)
+    src = onnx.load(path, load_external_data=False)
+    refs = lambda model: {t.name: tuple((e.key, e.value) for e in t.external_data)  # noqa: E731
+                          for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL}
+    assert refs(m) == refs(src) and len(refs(m)) == 32 * 9 + 3  # every weight, as the source has it
+    dims = [d.dim_param or d.dim_value for d in m.graph.output[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", "seq", 32000]
+
+
+def test_7b_shaped_graph_optimised_computes_the_same_in_onnxruntime(tmp_path):
+    """The same graph with small weights (random, written into the sparse file): the optimised
+    model, referencing that file, gives the original's outputs bit for bit at sizes 0 and 1."""
+    ort = pytest.importorskip("onnxruntime")
+    path = _bench_models().llama_7b(str(tmp_path), layers=2,
+                                    config=dict(hidden=64, heads=4, head_dim=16, ffn=96, vocab=50))
+    rng = np.random.default_rng(3)
+    src = onnx.load(path, load_external_data=False)
+    with open(tmp_path / "llama7b.data", "r+b") as fh:
+        for t in src.graph.initializer:
+            if t.data_location == TensorProto.EXTERNAL:
+                info = {e.key: e.value for e in t.external_data}
+                fh.seek(int(info["offset"]))
+                fh.write((rng.standard_normal(int(info["length"]) // 2) * 0.1).astype(np.float16).tobytes())
+    opt = shapeinfer.optimize(path)
+    from shapeinfer.modelio.writer import write_model
+
+    written = write_model(opt, str(tmp_path / "opt.onnx"), source_dir=str(tmp_path))
+    assert written.referenced == ("llama7b.data",) and written.data is None
+    a = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    b = ort.InferenceSession(str(tmp_path / "opt.onnx"), providers=["CPUExecutionProvider"])
+    for batch, seq in ((1, 5), (2, 1), (1, 0), (0, 3)):
+        feeds = {"input_ids": rng.integers(0, 50, (batch, seq)), "position_ids": np.tile(np.arange(seq), (batch, 1))}
+        want, got = a.run(None, feeds)[0], b.run(None, feeds)[0]
+        assert want.shape == (batch, seq, 50)
+        np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
