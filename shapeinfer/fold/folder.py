@@ -116,26 +116,28 @@ def outer_variables(node) -> list:
     import onnx_graphsurgeon as gs
 
     found: dict = {}
-
-    def visit(graph, enclosing: frozenset):
-        local = set(enclosing) | {t.name for t in graph.inputs}
-        for n in graph.nodes:
-            local.update(t.name for t in n.outputs)
-        for n in graph.nodes:
-            for t in n.inputs:
-                if not t.is_empty() and t.name not in local and not isinstance(t, gs.Constant):
-                    found.setdefault(t.name, t)
-            for v in n.attrs.values():
-                if isinstance(v, gs.Graph):
-                    visit(v, frozenset(local))  # a nested body sees this body's tensors
-        for t in graph.outputs:  # a body may return an outer tensor as it is
-            if t.name not in local and not isinstance(t, gs.Constant):
-                found.setdefault(t.name, t)
-
     for v in node.attrs.values():
         if isinstance(v, gs.Graph):
-            visit(v, frozenset())
+            _outer_reads(gs, v, frozenset(), found)
     return list(found.values())
+
+
+def _outer_reads(gs, graph, enclosing: frozenset, found: dict) -> None:
+    """Into found: the tensors graph reads (or returns) that neither it nor ``enclosing`` makes.
+    (A module-level function: a nested recursive one is a reference cycle per call.)"""
+    local = set(enclosing) | {t.name for t in graph.inputs}
+    for n in graph.nodes:
+        local.update(t.name for t in n.outputs)
+    for n in graph.nodes:
+        for t in n.inputs:
+            if not t.is_empty() and t.name not in local and not isinstance(t, gs.Constant):
+                found.setdefault(t.name, t)
+        for v in n.attrs.values():
+            if isinstance(v, gs.Graph):
+                _outer_reads(gs, v, frozenset(local), found)  # a nested body sees this body's tensors
+    for t in graph.outputs:  # a body may return an outer tensor as it is
+        if t.name not in local and not isinstance(t, gs.Constant):
+            found.setdefault(t.name, t)
 
 
 @functools.lru_cache(maxsize=None)

@@ -179,6 +179,7 @@ class PassManager:
     def _optimize(self, gs, src: ModelProto, report: OptimizeReport) -> ModelProto:
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
         graph = gs.import_onnx(src)
+        imported = (list(_all_nodes(gs, graph)), list(graph.tensors().values()))  # (see _release)
         empty_lists = _empty_list_attributes(gs, src.graph, graph)
         overridable = _keep_overridable_inputs(gs, graph, src)
         # One inference serves every round: no pass changes the shape or value of a tensor that
@@ -195,6 +196,7 @@ class PassManager:
         remove_dead_nodes(graph)
         self._say("exporting")
         current = _copy_model_meta(src, _export(gs, graph, empty_lists))
+        _release(gs, graph, imported)
         if overridable:  # their defaults, as the model had them
             current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
         _outputs_made_by_nodes(current.graph, src, opsets.get("", 0))
@@ -299,6 +301,22 @@ def _export(gs, graph, empty_lists: dict):
             for name in names.get(id(gn), ()):
                 pn.attribute.append(helper.make_attribute(name, [], attr_type=kinds[id(gn)][name]))
     return exported
+
+
+def _release(gs, graph, imported: tuple) -> None:
+    """Break the graph's reference cycles once it is exported -- a node lists its tensors and
+    each tensor its nodes, and every such synchronised list refers to its owner -- so that
+    reference counting frees it at once, instead of the cyclic collector walking every object
+    of the graph after the walk's pause of it ends (a tenth of a second on a 7,000-node model).
+    ``imported``: the nodes and tensors as imported (passes drop some from the graph)."""
+    nodes, tensors = imported
+    nodes = nodes + list(_all_nodes(gs, graph))
+    tensors = tensors + [t for n in nodes for io in (n.inputs, n.outputs) for t in io] \
+        + [v for n in nodes for v in n.attrs.values() if isinstance(v, gs.Tensor)]  # (Constant's value)
+    for obj in nodes + tensors:
+        for side in (obj.inputs, obj.outputs):
+            side.parent_obj = None
+            list.clear(side)
 
 
 def _all_nodes(gs, graph):

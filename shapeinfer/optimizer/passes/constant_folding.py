@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx_graphsurgeon as gs
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 from ...fold.casts import cast_array
 from ...fold.folder import fold_node, outer_variables, within_budget
@@ -135,6 +135,31 @@ def _size_by_inference(ctx, node, arrays):
     return _static_bytes(facts, [o.name for o in outs])
 
 
+def _move_constant(ctx, node) -> bool:
+    """A Constant node whose ``value`` is a tensor: its output becomes that very tensor (the
+    TensorProto, renamed; nothing converted, so nothing can change), within the size budget as
+    _too_costly measures it. False where the general path must decide."""
+    from onnx_graphsurgeon.ir.tensor import LazyValues
+
+    value = node.attrs.get("value")
+    if len(node.attrs) != 1 or not isinstance(value, gs.Constant) or not isinstance(value._values, LazyValues) \
+            or len(node.outputs) != 1 or node.outputs[0].is_empty():
+        return False
+    proto = value._values.tensor
+    if proto.data_location == TensorProto.EXTERNAL or _too_costly(ctx, node, []):
+        return False
+    out = node.outputs[0]
+    fact = ctx.facts.fact(out.name)
+    if fact is not None and fact.dtype and fact.dtype != proto.data_type:
+        return False
+    copy = TensorProto()
+    copy.CopyFrom(proto)
+    copy.name = out.name
+    out.to_constant(LazyValues(copy))
+    remove_node(node)
+    return True
+
+
 def _grows_inside(node) -> bool:
     for v in node.attrs.values():
         if isinstance(v, gs.Graph):
@@ -151,25 +176,42 @@ class ConstantFoldingPass(Pass):
 
     def run(self, ctx) -> PassResult:
         result = PassResult()
+        # A node left as it was decides the same way next round unless one of its inputs is
+        # another tensor or has become a constant (its facts never change; a pass that changes
+        # the node itself drops this entry: ctx.touched): id(node) -> (inputs, its declines).
+        left = ctx.memo.setdefault("fold-left", {})
         for node in list(ctx.graph.nodes):
             if not node.outputs:
                 continue
-            inputs = [None if t.is_empty() else t for t in node.inputs]
-            if not ctx.op(node) and (node.domain or "") in ("", "ai.onnx"):
-                result.decline(node, "not folded: a call of the model-local function " + node.op)
-            elif all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
-                if self._fold(ctx, node, inputs, result):
-                    continue
-            known = [_known_int_value(ctx, t) for t in node.outputs]
-            if known and all(k is not None for k in known) and _cast_of_float_is_exact(ctx, node):
-                for t, arr in zip(node.outputs, known):
-                    t.to_constant(constant_values(arr, t.name))
-                remove_node(node)
-                result.change(node, "its output value is known from inference: a constant now")
-
+            state = tuple((id(t), t.__class__) for t in node.inputs)
+            before = left.get(id(node))
+            if before is not None and before[0] == state:
+                result.declined.extend(before[1])
+                continue
+            mark = len(result.declined)
+            self._visit(ctx, node, result)
+            if node.outputs and not any(isinstance(v, gs.Graph) for v in node.attrs.values()):
+                left[id(node)] = (state, result.declined[mark:])
         return result
 
+    def _visit(self, ctx, node, result) -> None:
+        inputs = [None if t.is_empty() else t for t in node.inputs]
+        if not ctx.op(node) and (node.domain or "") in ("", "ai.onnx"):
+            result.decline(node, "not folded: a call of the model-local function " + node.op)
+        elif all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
+            if self._fold(ctx, node, inputs, result):
+                return
+        known = [_known_int_value(ctx, t) for t in node.outputs]
+        if known and all(k is not None for k in known) and _cast_of_float_is_exact(ctx, node):
+            for t, arr in zip(node.outputs, known):
+                t.to_constant(constant_values(arr, t.name))
+            remove_node(node)
+            result.change(node, "its output value is known from inference: a constant now")
+
     def _fold(self, ctx, node, inputs, result):
+        if node.op == "Constant" and not inputs and _move_constant(ctx, node):
+            result.changed += 1  # a Constant node became an initializer: counted, not listed
+            return True
         try:
             arrays = [None if t is None else constant_array(t) for t in inputs]
         except Exception:  # weights kept as external data are not loaded, so not folded
