@@ -23,6 +23,7 @@ from ..graph.structure import validate_structure
 from ..infer.engine import paused_gc
 from ..infer.protos import clear_negative_dims
 from ..fold.folder import DEFAULT_BUDGET_BYTES
+from .importer import import_model
 from .passes import REGISTRY
 from .passes.base import PassContext
 from .passes.graph_ops import remove_dead_nodes, replace_uses
@@ -178,7 +179,7 @@ class PassManager:
 
     def _optimize(self, gs, src: ModelProto, report: OptimizeReport) -> ModelProto:
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
-        graph = gs.import_onnx(src)
+        graph = import_model(gs, src)
         imported = (list(_all_nodes(gs, graph)), list(graph.tensors().values()))  # (see _release)
         empty_lists = _empty_list_attributes(gs, src.graph, graph)
         overridable = _keep_overridable_inputs(gs, graph, src)

@@ -1,0 +1,75 @@
+"""The optimizer's importer builds the onnx-graphsurgeon graph gs.import_onnx builds: exported
+again, both give the same bytes -- on every fixture, on generated graphs, and on graphs the fast
+path hands to gs.import_onnx (subgraphs, functions)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+
+import onnx
+import onnx_graphsurgeon as gs
+import pytest
+from onnx import TensorProto, helper
+
+from shapeinfer.optimizer.importer import import_model
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = sorted(glob.glob(os.path.join(HERE, "..", "fixtures", "**", "*.onnx"), recursive=True))
+
+
+def _same(model):
+    ours = gs.export_onnx(import_model(gs, model), do_type_check=False)
+    theirs = gs.export_onnx(gs.import_onnx(model), do_type_check=False)
+    assert ours.SerializeToString() == theirs.SerializeToString()
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[os.path.relpath(p, HERE) for p in FIXTURES])
+def test_fixtures_import_as_onnx_graphsurgeon_imports_them(path):
+    _same(onnx.load(path, load_external_data=False))
+
+
+def test_the_bench_models_import_as_onnx_graphsurgeon_imports_them():
+    sys.path.insert(0, os.path.join(HERE, "..", "bench"))
+    try:
+        from bench_infer import chain
+        from models import llama_layers
+    finally:
+        sys.path.pop(0)
+    _same(chain(2000))
+    _same(llama_layers(4))
+
+
+def test_odd_graphs_import_as_onnx_graphsurgeon_imports_them():
+    """Repeated and partial value_info, a tensor without producer, empty optional inputs and
+    outputs, a graph input that is also an initializer, attributes of every kind, a subgraph."""
+    t = helper.make_tensor("w", TensorProto.FLOAT, [2], [1.0, 2.0])
+    nodes = [
+        helper.make_node("Add", ["x", "w"], ["a"], name="add"),
+        helper.make_node("Clip", ["a", "", "hi"], ["c"], name="clip"),
+        helper.make_node("Dropout", ["c"], ["d", ""], name="drop"),
+        helper.make_node("Constant", [], ["k"], value=helper.make_tensor("v", TensorProto.INT64, [1], [3])),
+        helper.make_node("Custom", ["d", "dangling"], ["e"], domain="x.y", f=1.5, i=2, s="txt", fl=[1.0], il=[1, 2],
+                         sl=["a", "b"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2]),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("hi", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("e", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+        [t],
+        value_info=[helper.make_empty_tensor_value_info("a"),
+                    helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 2]),
+                    helper.make_tensor_value_info("c", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("x.y", 1)])
+    _same(model)
+    body = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "body", [],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    nodes.append(helper.make_node("If", ["cond"], ["z"], then_branch=body, else_branch=body))
+    graph.node.append(nodes[-1])
+    graph.input.append(helper.make_tensor_value_info("cond", TensorProto.BOOL, []))
+    _same(model)  # (handed to gs.import_onnx)
