@@ -58,8 +58,12 @@ class DedupePass(Pass):
         result = PassResult()
         value_keys = ctx.memo.setdefault("dedupe-values", {})  # id(constant) -> value key
         attr_keys = ctx.memo.setdefault("dedupe-attrs", {})  # id(node) -> attribute key
-        by_value: dict = {}
-        for node in ctx.graph.nodes:
+        # Kept across runs (the worklist visits only changed nodes): the constant kept for each
+        # value, and the node kept for each key (checked again before it is used).
+        by_value: dict = ctx.memo.setdefault("dedupe-by-value", {})
+        seen: dict = ctx.memo.setdefault("dedupe-seen", {})
+        nodes = ctx.changed_nodes()
+        for node in nodes:
             for i, t in enumerate(node.inputs):
                 if not isinstance(t, gs.Constant) or t.name in ctx.graph_outputs:
                     continue
@@ -71,24 +75,19 @@ class DedupePass(Pass):
                 keep = by_value.setdefault(key, t)
                 if keep is not t:
                     set_input(node, i, keep)
-        seen: dict = {}
-        for node in list(ctx.graph.nodes):
-            # ONNX ops only: a model-local function or another domain's op may draw random numbers
-            if not node.outputs or not ctx.op(node) or ctx.op(node) in NONDETERMINISTIC:
+        ctx._op_index()
+        pos = ctx._positions
+        for node in nodes:
+            key = _node_key(ctx, node, attr_keys)
+            if key is None:
                 continue
-            attrs = attr_keys.get(id(node))
-            if attrs is None:
-                try:
-                    attrs = tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items()))
-                except TypeError:
-                    attrs = False
-                attr_keys[id(node)] = attrs
-            if attrs is False:
+            first = seen.get(key)
+            if first is None or first is node or not first.outputs or _node_key(ctx, first, attr_keys) != key:
+                seen[key] = node
                 continue
-            key = (node.op, node.domain or "", tuple(id(t) for t in node.inputs), attrs, len(node.outputs))
-            first = seen.setdefault(key, node)
-            if first is node:
-                continue
+            if pos.get(id(first), -1) > pos.get(id(node), -1):
+                first, node = node, first  # the earlier one stays (the order stays topological)
+                seen[key] = first
             if any(t.name in ctx.graph_outputs for t in node.outputs):
                 continue
             for mine, theirs in zip(node.outputs, first.outputs):
@@ -96,6 +95,25 @@ class DedupePass(Pass):
             remove_node(node)
             result.change(node, f"same as {first.name or first.op}: merged")
         return result
+
+
+def _node_key(ctx, node, attr_keys: dict):
+    """What makes two nodes the same computation (op, domain, input tensors, attributes,
+    number of outputs); None for a node dedupe leaves alone: removed, not an ONNX op (a
+    model-local function or another domain's op may draw random numbers), non-deterministic,
+    or with a subgraph."""
+    if not node.outputs or not ctx.op(node) or ctx.op(node) in NONDETERMINISTIC:
+        return None
+    attrs = attr_keys.get(id(node))
+    if attrs is None:
+        try:
+            attrs = tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items()))
+        except TypeError:
+            attrs = False
+        attr_keys[id(node)] = attrs
+    if attrs is False:
+        return None
+    return (node.op, node.domain or "", tuple(id(t) for t in node.inputs), attrs, len(node.outputs))
 
 
 @register
