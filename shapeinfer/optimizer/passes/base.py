@@ -142,17 +142,18 @@ class PassContext:
         index = self._op_index()
         wanted = frozenset(ops)
         found = []
+        since, changed = self.since, self.changed_at
         for op in wanted:
-            found.extend(index.get(op, ()))
-        if len(wanted) > 1 or self._retyped:
+            if since is None:
+                found.extend(index.get(op, ()))
+            else:
+                found.extend(n for n in index.get(op, ()) if changed.get(id(n), -1) >= since)
+        if len(found) > 1 and (len(wanted) > 1 or self._retyped):
             pos = self._positions
             if self._retyped:  # (a node filed under two ops may be in found twice)
                 found = list({id(n): n for n in found}.values())
             found.sort(key=lambda n: pos[id(n)])
-        since, changed = self.since, self.changed_at
         for node in found:
-            if since is not None and changed.get(id(node), -1) < since:
-                continue
             if self.op(node) in wanted:
                 yield node
 
