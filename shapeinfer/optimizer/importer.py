@@ -33,7 +33,7 @@ def import_model(gs, model: ModelProto):
     domains = OnnxImporter.get_import_domains(model)
     import_tensor = OnnxImporter.import_tensor
     import_attributes = OnnxImporter.import_attributes
-    Variable, Node = gs.Variable, gs.Node
+    Variable = gs.Variable
     tensors: dict = {}
     for t in g.initializer:
         if t.name not in tensors:
@@ -62,29 +62,93 @@ def import_model(gs, model: ModelProto):
         outputs.append(t)
     made = []
     get = tensors.get
+    new_node, new_variable = (_direct_node, _direct_variable) if _layout_known(gs) else (_node, _variable)
     for n in nodes:
         ins = []
         for name in n.input[:]:
             t = get(name)
             if t is None:
-                if not name:
-                    t = Variable.empty()
-                else:
-                    t = tensors[name] = Variable(name)
+                t = new_variable(gs, name)
+                if name:
+                    tensors[name] = t
             ins.append(t)
         outs = []
         for name in n.output[:]:
             t = get(name)
             if t is None:
-                if not name:
-                    t = Variable.empty()
-                else:
-                    t = tensors[name] = Variable(name)
+                t = new_variable(gs, name)
+                if name:
+                    tensors[name] = t
             outs.append(t)
         attrs = n.attribute
         attrs = import_attributes(attrs, {}, tensors, opset, domains) if len(attrs) else OrderedDict()
-        made.append(Node(op=n.op_type, name=n.name, attrs=attrs, inputs=ins, outputs=outs,
-                         domain=n.domain if n.HasField("domain") else None))
+        made.append(new_node(gs, n.op_type, n.name, attrs, ins, outs, n.domain if n.HasField("domain") else None))
     return gs.Graph(nodes=made, inputs=inputs, outputs=outputs, name=g.name, doc_string=g.doc_string,
                     producer_name=model.producer_name, producer_version=model.producer_version, opset=opset,
                     import_domains=domains, functions=[], ir_version=model.ir_version)
+
+
+# onnx-graphsurgeon's constructors route every field through __setattr__ overrides; the objects
+# are built here with the same fields directly -- only where a probe shows that its classes
+# have exactly the fields this module knows (else through the constructors).
+
+_NODE_FIELDS = {"op", "name", "attrs", "inputs", "outputs", "domain"}
+_VARIABLE_FIELDS = {"name", "inputs", "outputs", "dtype", "shape", "type"}
+_LIST_FIELDS = {"parent_obj", "field_name"}
+
+
+def _layout_known(gs) -> bool:
+    known = getattr(_layout_known, "cache", None)
+    if known is None:
+        try:
+            probe = gs.Node("Probe", name="p", attrs=OrderedDict(), inputs=[], outputs=[], domain=None)
+            var = gs.Variable("v")
+            known = (set(vars(probe)) == _NODE_FIELDS and set(vars(var)) == _VARIABLE_FIELDS
+                     and set(vars(probe.inputs)) == _LIST_FIELDS and var.type == "tensor_type"
+                     and probe.inputs.field_name == "outputs" and probe.outputs.field_name == "inputs"
+                     and var.inputs.field_name == "outputs" and var.outputs.field_name == "inputs")
+        except Exception:  # noqa: BLE001 - any surprise: the constructors
+            known = False
+        _layout_known.cache = known
+    return known
+
+
+def _synced(gs, owner, field_name: str, items: list):
+    lst = gs.util.misc.SynchronizedList.__new__(gs.util.misc.SynchronizedList)
+    lst.parent_obj = owner
+    lst.field_name = field_name
+    list.extend(lst, items)
+    return lst
+
+
+def _direct_node(gs, op, name, attrs, inputs, outputs, domain):
+    node = object.__new__(gs.Node)
+    d = node.__dict__
+    d["op"], d["name"], d["attrs"] = op, name or "", attrs
+    d["inputs"] = _synced(gs, node, "outputs", inputs)
+    d["outputs"] = _synced(gs, node, "inputs", outputs)
+    d["domain"] = domain
+    for t in inputs:
+        list.append(t.outputs, node)
+    for t in outputs:
+        list.append(t.inputs, node)
+    return node
+
+
+def _direct_variable(gs, name):
+    var = object.__new__(gs.Variable)
+    d = var.__dict__
+    d["name"] = name
+    d["inputs"] = _synced(gs, var, "outputs", [])
+    d["outputs"] = _synced(gs, var, "inputs", [])
+    d["dtype"] = d["shape"] = None
+    d["type"] = "tensor_type"
+    return var
+
+
+def _node(gs, op, name, attrs, inputs, outputs, domain):
+    return gs.Node(op=op, name=name, attrs=attrs, inputs=inputs, outputs=outputs, domain=domain)
+
+
+def _variable(gs, name):
+    return gs.Variable(name) if name else gs.Variable.empty()
