@@ -135,6 +135,13 @@ def _size_by_inference(ctx, node, arrays):
     return _static_bytes(facts, [o.name for o in outs])
 
 
+# Bytes per element of the types a Constant's tensor is moved for (others take the general path).
+_ITEMSIZE = {TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8, TensorProto.FLOAT16: 2, TensorProto.BFLOAT16: 2,
+             TensorProto.INT8: 1, TensorProto.UINT8: 1, TensorProto.INT16: 2, TensorProto.UINT16: 2,
+             TensorProto.INT32: 4, TensorProto.UINT32: 4, TensorProto.INT64: 8, TensorProto.UINT64: 8,
+             TensorProto.BOOL: 1}
+
+
 def _move_constant(ctx, node) -> bool:
     """A Constant node whose ``value`` is a tensor: its output becomes that very tensor (the
     TensorProto, renamed; nothing converted, so nothing can change), within the size budget as
@@ -146,7 +153,14 @@ def _move_constant(ctx, node) -> bool:
             or len(node.outputs) != 1 or node.outputs[0].is_empty():
         return False
     proto = value._values.tensor
-    if proto.data_location == TensorProto.EXTERNAL or _too_costly(ctx, node, []):
+    if proto.data_location == TensorProto.EXTERNAL:
+        return False
+    size = _ITEMSIZE.get(proto.data_type)
+    if size is None:
+        return False
+    for d in proto.dims:
+        size *= d
+    if size > ctx.fold_budget:  # as _too_costly: larger than the budget, with no input
         return False
     out = node.outputs[0]
     fact = ctx.facts.fact(out.name)
