@@ -82,44 +82,12 @@ def _run(tool: str, n_nodes: int) -> dict:
     return {"tool": tool, "nodes": len(model.graph.node), "seconds": seconds, "peak_mb": peak_mb}
 
 
-def _tool_fn(tool: str, model):
-    if tool == "shapeinfer":
-        import shapeinfer
+def warm(repeat: int) -> int:
+    """The side-by-side protocol of bench_speed.py (warm, one process, alternating, median),
+    for inference on the 50k chain and the 32-layer Llama."""
+    from bench_speed import main as speed
 
-        return lambda: shapeinfer.infer_shapes(model)
-    if tool == "onnx":
-        return lambda: onnx.shape_inference.infer_shapes(model, data_prop=True)
-    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
-    return lambda: SymbolicShapeInference.infer_shapes(model, auto_merge=True)
-
-
-def warm(tools, repeat: int) -> int:
-    """Each model: one warm-up call per tool, then ``repeat`` rounds in which every tool runs
-    once (alternating); the median and the range of its times, and its median over
-    shapeinfer's median."""
-    import statistics
-
-    from models import llama_layers
-
-    print(f"{'model':<12} {'nodes':>6}  {'tool':<12} {'median s':>9} {'range':>17}  {'vs shapeinfer':>13}")
-    for name, model in (("chain_50k", chain(50000)), ("llama_32", llama_layers(32))):
-        fns = {t: _tool_fn(t, model) for t in tools}
-        for fn in fns.values():
-            fn()
-        times = {t: [] for t in tools}
-        for _ in range(repeat):
-            for t, fn in fns.items():
-                start = time.perf_counter()
-                fn()
-                times[t].append(time.perf_counter() - start)
-        ours = statistics.median(times["shapeinfer"]) if "shapeinfer" in times else None
-        for t in tools:
-            med = statistics.median(times[t])
-            ratio = f"{ours / med:.2f}x" if ours and t != "shapeinfer" else ""
-            print(f"{name:<12} {len(model.graph.node):>6}  {t:<12} {med:>9.3f} {min(times[t]):>8.3f}-{max(times[t]):<8.3f}  {ratio:>13}")
-    print("vs shapeinfer: shapeinfer's median over the tool's (above 1: shapeinfer is slower)")
-    return 0
+    return speed(["--models", "chain_50k", "llama_32", "--tasks", "infer", "--no-memory", "--repeat", str(repeat)])
 
 
 def main(argv=None) -> int:
@@ -133,8 +101,7 @@ def main(argv=None) -> int:
     ap.add_argument("--_child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.warm:
-        return warm(args.tools if args.tools != ap.get_default("tools") else ["shapeinfer", "onnx"],
-                    args.repeat if args.repeat != ap.get_default("repeat") else 5)
+        return warm(args.repeat if args.repeat != ap.get_default("repeat") else 5)
     if args._child:
         print(json.dumps(_run(args._child[0], int(args._child[1]))))
         return 0

@@ -48,3 +48,32 @@ def evaluate_shape(dims, binding):
 def save(model, path):
     onnx.save(model, str(path))
     return str(path)
+
+
+def bench_module(name: str):
+    """A module of bench/ (its models and chains), imported from the checkout."""
+    import importlib
+    import os
+    import sys
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench")
+    sys.path.insert(0, folder)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(folder)
+
+
+def generated_models(env_name: str, default: int):
+    """(seed, model) from the adversarial generator for seeds 0.. (``env_name`` overrides how
+    many), skipping the seeds whose recipe does not apply."""
+    import os
+
+    from tests.adversarial.gen import generate
+
+    for seed in range(int(os.environ.get(env_name, default))):
+        try:
+            model = generate(seed).model
+        except Exception:  # noqa: BLE001 -- a recipe that does not apply to this seed
+            continue
+        yield seed, model

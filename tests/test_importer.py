@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import glob
 import os
-import sys
 
 import onnx
 import onnx_graphsurgeon as gs
@@ -14,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from shapeinfer.optimizer.importer import import_model
+from tests.helpers import bench_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = sorted(glob.glob(os.path.join(HERE, "..", "fixtures", "**", "*.onnx"), recursive=True))
@@ -31,14 +31,8 @@ def test_fixtures_import_as_onnx_graphsurgeon_imports_them(path):
 
 
 def test_the_bench_models_import_as_onnx_graphsurgeon_imports_them():
-    sys.path.insert(0, os.path.join(HERE, "..", "bench"))
-    try:
-        from bench_infer import chain
-        from models import llama_layers
-    finally:
-        sys.path.pop(0)
-    _same(chain(2000))
-    _same(llama_layers(4))
+    _same(bench_module("bench_infer").chain(2000))
+    _same(bench_module("models").llama_layers(4))
 
 
 def test_odd_graphs_import_as_onnx_graphsurgeon_imports_them():

@@ -13,6 +13,7 @@ import onnx
 from onnx import TensorProto, helper
 
 import shapeinfer
+from tests.helpers import bench_module
 
 BIG = 700_000_000  # float32 elements: 2.8 GB of weights
 
@@ -146,21 +147,12 @@ def test_optimize_big_model_keeps_external_weights(tmp_path):
     assert "Shape" not in [n.op_type for n in m.graph.node]
 
 
-def _bench_models():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-    try:
-        import models
-    finally:
-        sys.path.pop(0)
-    return models
-
-
 def test_7b_shaped_model_is_optimised_in_its_folder_and_checked_without_reading_weights(tmp_path):
     """The Llama-2-7B-shaped model of bench/models.py (6.7 B float16 parameters, 13.5 GB of
     sparse external data): optimize writes beside it and references the data file (no copy,
     no data file of its own), check passes on both, and each CLI run stays far below the
     weights' size in memory (one that read them would need 13.5 GB)."""
-    path = _bench_models().llama_7b(str(tmp_path))
+    path = bench_module("models").llama_7b(str(tmp_path))
     data = tmp_path / "llama7b.data"
     before = os.stat(data)
     assert before.st_size > 13 * 10**9
@@ -186,7 +178,7 @@ def test_7b_shaped_graph_optimised_computes_the_same_in_onnxruntime(tmp_path):
     """The same graph with small weights (random, written into the sparse file): the optimised
     model, referencing that file, gives the original's outputs bit for bit at sizes 0 and 1."""
     ort = pytest.importorskip("onnxruntime")
-    path = _bench_models().llama_7b(str(tmp_path), layers=2,
+    path = bench_module("models").llama_7b(str(tmp_path), layers=2,
                                     config=dict(hidden=64, heads=4, head_dim=16, ffn=96, vocab=50))
     rng = np.random.default_rng(3)
     src = onnx.load(path, load_external_data=False)

@@ -11,6 +11,7 @@ from onnx import TensorProto, helper
 
 import shapeinfer
 from tests import corpus
+from tests.helpers import generated_models
 
 engine = importlib.import_module("shapeinfer.infer.engine")
 
@@ -37,14 +38,8 @@ def test_memo_changes_nothing_on_the_fixtures(entry):
 
 
 def test_memo_changes_nothing_on_generated_graphs():
-    from tests.adversarial.gen import generate
-
     compared = 0
-    for seed in range(int(os.environ.get("SHAPEINFER_MEMO_SEEDS", 60))):
-        try:
-            model = generate(seed).model
-        except Exception:  # noqa: BLE001 -- a recipe that does not apply to this seed
-            continue
+    for seed, model in generated_models("SHAPEINFER_MEMO_SEEDS", 60):
         try:
             a = _facts(model, True)
         except shapeinfer.ShapeInferenceError:

@@ -4,16 +4,15 @@ with the same report -- on every fixture, the bench models and generated graphs.
 
 import importlib
 import os
-import sys
 
 import onnx
 import pytest
 
 import shapeinfer
 from tests import corpus
+from tests.helpers import bench_module, generated_models
 
 manager = importlib.import_module("shapeinfer.optimizer.manager")
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _optimized(model, worklist: bool, **options):
@@ -41,26 +40,15 @@ def test_worklist_changes_nothing_on_the_fixtures(entry):
 
 
 def test_worklist_changes_nothing_on_the_bench_models():
-    sys.path.insert(0, os.path.join(HERE, "..", "bench"))
-    try:
-        from bench_infer import chain
-        from models import llama_layers
-    finally:
-        sys.path.pop(0)
+    chain, models = bench_module("bench_infer").chain, bench_module("models")
     _same(chain(3000))
-    _same(llama_layers(3))
-    _same(llama_layers(3), assume_nonempty=True)
+    _same(models.llama_layers(3))
+    _same(models.llama_layers(3), assume_nonempty=True)
 
 
 def test_worklist_changes_nothing_on_generated_graphs():
-    from tests.adversarial.gen import generate
-
     compared = 0
-    for seed in range(int(os.environ.get("SHAPEINFER_WORKLIST_SEEDS", 60))):
-        try:
-            model = generate(seed).model
-        except Exception:  # noqa: BLE001 -- a recipe that does not apply to this seed
-            continue
+    for seed, model in generated_models("SHAPEINFER_WORKLIST_SEEDS", 60):
         try:
             a = _optimized(model, True)
         except (shapeinfer.ShapeInferenceError, ValueError):

@@ -63,23 +63,19 @@ def import_model(gs, model: ModelProto):
     made = []
     get = tensors.get
     new_node, new_variable = (_direct_node, _direct_variable) if _layout_known(gs) else (_node, _variable)
+
+
+    def tensor(name):  # a tensor no initializer, value_info or earlier node made: a new Variable
+        t = get(name)
+        if t is None:
+            t = new_variable(gs, name)
+            if name:  # (each omitted optional input or output is a tensor of its own)
+                tensors[name] = t
+        return t
+
     for n in nodes:
-        ins = []
-        for name in n.input[:]:
-            t = get(name)
-            if t is None:
-                t = new_variable(gs, name)
-                if name:
-                    tensors[name] = t
-            ins.append(t)
-        outs = []
-        for name in n.output[:]:
-            t = get(name)
-            if t is None:
-                t = new_variable(gs, name)
-                if name:
-                    tensors[name] = t
-            outs.append(t)
+        ins = [tensor(name) for name in n.input[:]]
+        outs = [tensor(name) for name in n.output[:]]
         attrs = n.attribute
         attrs = import_attributes(attrs, {}, tensors, opset, domains) if len(attrs) else OrderedDict()
         made.append(new_node(gs, n.op_type, n.name, attrs, ins, outs, n.domain if n.HasField("domain") else None))
