@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -78,7 +77,9 @@ def _run(tool: str, n_nodes: int) -> dict:
     t = time.perf_counter()
     fn()  # one cold call per process, as a CLI run or a CI job makes it
     seconds = time.perf_counter() - t
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from bench_speed import own_peak_mb
+
+    peak_mb = own_peak_mb()  # (VmHWM: ru_maxrss would start at the forking parent's size)
     return {"tool": tool, "nodes": len(model.graph.node), "seconds": seconds, "peak_mb": peak_mb}
 
 
