@@ -22,6 +22,7 @@ class InferenceResult:
         self.facts: dict = engine.facts
         self.diagnostics: list = engine.diagnostics
         self.minted: dict = dict(engine.symbols.minted)
+        self._unknown_dims: dict = {}  # dim -> is_unknown_dim(dim)
         self._produced: list = engine.produced
         self.assumptions: list = (
             ["no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)"] if engine.assume_nonempty else []
@@ -52,7 +53,12 @@ class InferenceResult:
 
     def is_unknown_dim(self, d: Dim) -> bool:
         """True when d involves a symbol minted for a dim that no rule could express."""
-        return any(s in self.minted for s in free_symbols(d))
+        if type(d) is int or not self.minted:
+            return False
+        known = self._unknown_dims.get(d)
+        if known is None:
+            known = self._unknown_dims[d] = any(s in self.minted for s in free_symbols(d))
+        return known
 
     def declared_shapes(self):
         """(value_info, fact) for each graph output and value_info entry of the main graph that

@@ -576,10 +576,22 @@ def _quot_interval(pa, pb):
 
 def _atom_bounds(atom: Atom, top=inf):
     if top != inf:
-        return atom.interval(top)
+        key = (atom, top)
+        got = _TOP_BOUNDS.get(key)
+        if got is None:
+            got = atom.interval(top)
+            if len(_TOP_BOUNDS) >= _MEMO_LIMIT:
+                _TOP_BOUNDS.clear()
+            _TOP_BOUNDS[key] = got
+        return got
     if atom._bounds is None:
         atom._bounds = atom.interval(inf)
     return atom._bounds
+
+
+# (atom or expression, top) -> its bounds with every symbol at most top (the canonical forms
+# make good keys; fits() asks the same questions of every repeated layer)
+_TOP_BOUNDS: dict = {}
 
 
 def bounds(d: Dim, top=inf) -> tuple:
@@ -691,7 +703,14 @@ def fits(d: Dim, lo: int, hi: int) -> bool:
     shape value that may not fit its integer type (and would wrap) is not known."""
     if isinstance(d, int):
         return lo <= d <= hi
-    a, b = bounds(d, DIM_MAX)
+    key = (d, DIM_MAX)
+    got = _TOP_BOUNDS.get(key)
+    if got is None:
+        got = bounds(d, DIM_MAX)
+        if len(_TOP_BOUNDS) >= _MEMO_LIMIT:
+            _TOP_BOUNDS.clear()
+        _TOP_BOUNDS[key] = got
+    a, b = got
     return lo <= a and b <= hi
 
 
