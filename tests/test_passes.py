@@ -4,7 +4,7 @@ the optimised model (onnxruntime) at several input sizes, 0 and 1 among them whe
 import numpy as np
 import onnx
 import pytest
-from onnx import parser
+from onnx import numpy_helper, parser
 
 import shapeinfer
 from shapeinfer.optimizer.manager import OptimizeReport
@@ -475,3 +475,31 @@ def test_a_node_removed_in_one_round_is_no_consumer_in_the_next():
         " e = Expand(a, s)  m = Mul(e, one)  y = Relu(m) }", skip=("remove-noop",))
     assert "Mul" not in _ops(out) and report.rounds >= 2
     _check_same(model, out, [{}])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.uint8, np.int16, np.uint16,
+                                   np.int32, np.uint32, np.int64, np.uint64, np.bool_])
+def test_dedupe_value_key_from_raw_bytes_is_the_arrays_key(dtype):
+    """dedupe reads a small constant's key off its TensorProto's raw bytes where they are the
+    array's bytes: it must be the key the converted array gives (or equal constants stored
+    both ways would not merge, and unequal ones might)."""
+    import onnx_graphsurgeon as gs
+    from onnx_graphsurgeon.ir.tensor import LazyValues
+
+    from shapeinfer.optimizer.passes import cleanup_passes
+
+    rng = np.random.default_rng(5)
+    for shape in [(), (0,), (3,), (2, 3)]:
+        a = (rng.standard_normal(shape) * 100).astype(dtype)
+        proto = numpy_helper.from_array(a, "c")
+        assert proto.HasField("raw_data")
+        arr = numpy_helper.to_array(proto)
+        want = (str(arr.dtype), arr.shape, arr.tobytes())
+        assert cleanup_passes._value_key(gs.Constant("c", LazyValues(proto))) == want
+        typed = numpy_helper.from_array(a, "c")  # the same value in the typed fields: converted
+        typed.ClearField("raw_data")
+        field = {np.float32: "float_data", np.float64: "double_data", np.int64: "int64_data",
+                 np.uint64: "uint64_data"}.get(dtype)
+        if field is not None:
+            getattr(typed, field).extend(a.reshape(-1).tolist())
+            assert cleanup_passes._value_key(gs.Constant("c", LazyValues(typed))) == want

@@ -13,9 +13,11 @@ Dedupe keeps a node whose output is a graph output (the output's name must stay)
 
 from __future__ import annotations
 
-import numpy as np
-import onnx_graphsurgeon as gs
+import sys
 
+import numpy as np
+import onnx
+import onnx_graphsurgeon as gs
 from onnx import helper
 
 from ...fold.folder import NONDETERMINISTIC
@@ -23,6 +25,14 @@ from .base import NO_MATCH, Match, Pass, PassResult, RewritePass, register
 from .graph_ops import bypass, can_bypass, constant_array, remove_node, replace_uses, set_input
 
 SMALL = 64  # elements: constants up to this size are compared by value
+# Types whose raw_data is exactly what numpy_helper.to_array(...).tobytes() gives (one element
+# per item, little-endian): their value key is read off the TensorProto. (Not int4 and the
+# other packed types, strings, or a big-endian machine.)
+_RAW_AS_ARRAY = {} if sys.byteorder != "little" else {
+    dt: str(np.dtype(helper.tensor_dtype_to_np_dtype(dt)))
+    for dt in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.INT8,
+               onnx.TensorProto.UINT8, onnx.TensorProto.INT16, onnx.TensorProto.UINT16, onnx.TensorProto.INT32,
+               onnx.TensorProto.UINT32, onnx.TensorProto.INT64, onnx.TensorProto.UINT64, onnx.TensorProto.BOOL)}
 
 
 def _attr_key(v):
@@ -42,6 +52,11 @@ def _value_key(t):
     """(dtype, shape, bytes) of a small constant; False for a large or unreadable one."""
     if int(np.prod(t.shape)) > SMALL:
         return False
+    proto = getattr(t._values, "tensor", None)  # (a LazyValues: the TensorProto itself)
+    if proto is not None and proto.HasField("raw_data") and proto.data_type in _RAW_AS_ARRAY \
+            and proto.data_location != onnx.TensorProto.EXTERNAL:
+        # the little-endian raw bytes are the array's bytes: the same key, without converting
+        return (_RAW_AS_ARRAY[proto.data_type], tuple(int(d) for d in proto.dims), proto.raw_data)
     try:
         arr = constant_array(t)
     except Exception:
