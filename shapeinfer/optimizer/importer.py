@@ -17,18 +17,19 @@ from onnx import AttributeProto, ModelProto
 _SUBGRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
 
 
-def import_model(gs, model: ModelProto):
-    """The onnx-graphsurgeon Graph of ``model`` (which is not changed)."""
+def import_model(gs, model: ModelProto) -> tuple:
+    """(the onnx-graphsurgeon Graph of ``model``, which is not changed; every tensor of its
+    main graph, made for it)."""
     from onnx_graphsurgeon.importers.onnx_importer import OnnxImporter
 
     g = model.graph
     if model.functions or g.sparse_initializer:
-        return gs.import_onnx(model)
+        return _imported(gs.import_onnx(model))
     nodes = g.node
     for n in nodes:
         for a in n.attribute:
             if a.type in _SUBGRAPH_ATTRS:
-                return gs.import_onnx(model)
+                return _imported(gs.import_onnx(model))
     opset = OnnxImporter.get_opset(model)
     domains = OnnxImporter.get_import_domains(model)
     import_tensor = OnnxImporter.import_tensor
@@ -79,9 +80,14 @@ def import_model(gs, model: ModelProto):
         attrs = n.attribute
         attrs = import_attributes(attrs, {}, tensors, opset, domains) if len(attrs) else OrderedDict()
         made.append(new_node(gs, n.op_type, n.name, attrs, ins, outs, n.domain if n.HasField("domain") else None))
-    return gs.Graph(nodes=made, inputs=inputs, outputs=outputs, name=g.name, doc_string=g.doc_string,
-                    producer_name=model.producer_name, producer_version=model.producer_version, opset=opset,
-                    import_domains=domains, functions=[], ir_version=model.ir_version)
+    graph = gs.Graph(nodes=made, inputs=inputs, outputs=outputs, name=g.name, doc_string=g.doc_string,
+                     producer_name=model.producer_name, producer_version=model.producer_version, opset=opset,
+                     import_domains=domains, functions=[], ir_version=model.ir_version)
+    return graph, list(tensors.values())
+
+
+def _imported(graph) -> tuple:
+    return graph, list(graph.tensors().values())
 
 
 # onnx-graphsurgeon's constructors route every field through __setattr__ overrides; the objects

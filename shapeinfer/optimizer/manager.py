@@ -182,8 +182,8 @@ class PassManager:
 
     def _optimize(self, gs, src: ModelProto, report: OptimizeReport) -> ModelProto:
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
-        graph = import_model(gs, src)
-        imported = (list(_all_nodes(gs, graph)), list(graph.tensors().values()))  # (see _release)
+        graph, tensors = import_model(gs, src)
+        imported = (list(_all_nodes(gs, graph)), tensors)  # (see _release)
         empty_lists = _empty_list_attributes(gs, src.graph, graph)
         overridable = _keep_overridable_inputs(gs, graph, src)
         # One inference serves every round: no pass changes the shape or value of a tensor that

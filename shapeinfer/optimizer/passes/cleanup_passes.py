@@ -117,7 +117,10 @@ def _node_key(ctx, node, attr_keys: dict):
     number of outputs); None for a node dedupe leaves alone: removed, not an ONNX op (a
     model-local function or another domain's op may draw random numbers), non-deterministic,
     or with a subgraph."""
-    if not node.outputs or not ctx.op(node) or ctx.op(node) in NONDETERMINISTIC:
+    if not node.outputs:
+        return None
+    op = ctx.op(node)
+    if not op or op in NONDETERMINISTIC:
         return None
     attrs = attr_keys.get(id(node))
     if attrs is None:
@@ -128,7 +131,7 @@ def _node_key(ctx, node, attr_keys: dict):
         attr_keys[id(node)] = attrs
     if attrs is False:
         return None
-    return (node.op, node.domain or "", tuple(id(t) for t in node.inputs), attrs, len(node.outputs))
+    return (op, node.domain or "", tuple(map(id, node.inputs)), attrs, len(node.outputs))
 
 
 @register

@@ -198,7 +198,8 @@ class ConstantFoldingPass(Pass):
         for node in ctx.changed_nodes():
             if not node.outputs:
                 continue
-            state = tuple((id(t), t.__class__) for t in node.inputs)
+            ins = node.inputs
+            state = (tuple(map(id, ins)), tuple(map(type, ins)))
             before = left.get(id(node))
             if before is not None and before[0] == state:
                 result.declined.extend(before[1])
