@@ -35,6 +35,12 @@ def _unlink(items: list, obj) -> None:
     near where the last one was: the search starts there (a hint per list, by id -- only a
     starting point, every match is checked by identity) and widens both ways."""
     n = len(items)
+    if n <= 8:
+        for k in range(n):
+            if items[k] is obj:
+                list.pop(items, k)
+                return
+        return
     hint = _HINTS.get(id(items), 0)
     if hint >= n:
         hint = n - 1
