@@ -26,7 +26,7 @@ from ..fold.folder import DEFAULT_BUDGET_BYTES
 from .importer import import_model
 from .passes import REGISTRY
 from .passes.base import PassContext
-from .passes.graph_ops import remove_dead_nodes, replace_uses, watching
+from .passes.graph_ops import remove_dead_nodes, replace_uses
 
 DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", "constant-shapes",
                   "collapse-reshapes", "tile-to-expand", "tile-uniform", "reduce-broadcast", "reduce-size-one",
@@ -35,9 +35,9 @@ DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", 
 # Passes that are not bit-exact: run only when asked for (by name, or fuse_gemm=True).
 OPT_IN_PASSES = ("fuse-gemm",)
 ALL_PASSES = DEFAULT_PASSES + OPT_IN_PASSES
-# After the first round each pass visits only the nodes changed near since it last ran; tests
-# turn this off (every node, every round) to check that the result is the same.
-WORKLIST = True
+# A pass that found nothing to do is not run again until some pass has changed the graph (its
+# result would be the same); tests turn this off to check that the result is the same.
+SKIP_UNCHANGED = True
 COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
 
 
@@ -195,8 +195,7 @@ class PassManager:
         ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
                           fold_budget=self.fold_budget, graph_outputs={t.name for t in graph.outputs},
                           ignore_signed_zero=self.ignore_signed_zero, fold_float_math=self.fold_float_math,
-                          local_functions=frozenset((f.domain, f.name) for f in src.functions),
-                          worklist=WORKLIST)
+                          local_functions=frozenset((f.domain, f.name) for f in src.functions))
         declined, not_folded = self._rounds(ctx, report)
         remove_dead_nodes(graph)
         self._say("exporting")
@@ -227,45 +226,51 @@ class PassManager:
         return current
 
     def _rounds(self, ctx: PassContext, report: OptimizeReport) -> tuple:
-        """Run the passes until a round changes nothing; the latest declines of every node, and
-        those fold-constants gave (with why).
+        """Run the passes until a round changes nothing; the declines of the last round, and
+        the nodes fold-constants left (with why).
 
-        The first round visits every node; after that each pass visits only the nodes whose
-        neighbourhood changed since it last started (the worklist: PassContext.since).
+        A pass whose last run changed nothing, with no change by any pass since it started, is
+        not run again: on the same graph it would decide the same (the facts never change), so
+        its last result stands -- its declines, and whether it found a bypass waiting for a
+        rename. (A full last round costs as much as the first; this leaves the passes that
+        follow the last change.)
 
         A round that changes nothing but found a bypass that needs a graph output's name to move
-        (``ctx.renames_waiting``, kept once found) allows such renames from then on, and the rounds
-        go on, every node visited once more: the renames come after every rewrite that needs none
-        (see PassContext.rename_outputs)."""
-        latest: dict = {}  # pass name -> {(node name, op): [reasons]} from its latest visit
-        started: dict = {}  # pass name -> the epoch it last started at
-        with watching(ctx):
-            for round_no in range(1, self.max_rounds + 1):
-                report.rounds = round_no
-                changed = 0
-                for k, p in enumerate(self.passes, 1):
+        (``ctx.renames_waiting``) allows such renames from then on, and the rounds go on: the
+        renames come after every rewrite that needs none (see PassContext.rename_outputs)."""
+        declined, not_folded = [], []
+        total = 0  # changes made so far, by every pass
+        last: dict = {}  # pass name -> (total when it started, its PassResult, it found a rename waiting)
+        for round_no in range(1, self.max_rounds + 1):
+            report.rounds = round_no
+            changed = 0
+            declined, not_folded = [], []
+            ctx.renames_waiting = False
+            for k, p in enumerate(self.passes, 1):
+                before = last.get(p.name)
+                if SKIP_UNCHANGED and before is not None and before[0] == total and not (before[1].changed or before[1].quiet):
+                    res, waiting = before[1], before[2]  # nothing changed since it found nothing
+                else:
                     self._say(f"round {round_no}, pass {k}/{len(self.passes)}: {p.name}")
-                    ctx.epoch += 1
-                    last = started.get(p.name)
-                    ctx.since = last if ctx.worklist and last is not None and last >= ctx.full_from else None
-                    started[p.name] = ctx.epoch
+                    started, was_waiting = total, ctx.renames_waiting
+                    ctx.renames_waiting = False
                     res = p.run(ctx)
-                    changed += res.changed
+                    waiting = ctx.renames_waiting
+                    ctx.renames_waiting = was_waiting
+                    total += res.changed + res.quiet
+                    last[p.name] = (started, res, waiting)
                     report.changes.setdefault(p.name, []).extend(res.changes)
-                    mine = latest.setdefault(p.name, {})
-                    fresh: dict = {}
-                    for name, op, why in res.declined:
-                        fresh.setdefault((name, op), []).append(why)
-                    mine.update(fresh)
-                if not changed:
-                    if ctx.rename_outputs or not ctx.renames_waiting:
-                        break
-                    ctx.rename_outputs = True
-                    ctx.full_from = ctx.epoch + 1
-            ctx.since = None
-        flat = lambda d: [(name, op, why) for (name, op), whys in d.items() for why in whys]  # noqa: E731
-        declined = [d for p in self.passes for d in flat(latest.get(p.name, {}))]
-        return declined, flat(latest.get("fold-constants", {}))
+                ctx.renames_waiting = ctx.renames_waiting or waiting
+                changed += res.changed
+                declined.extend(res.declined)
+                if p.name == "fold-constants":
+                    not_folded = list(res.declined)
+            if not changed:
+                if ctx.rename_outputs or not ctx.renames_waiting:
+                    break
+                ctx.rename_outputs = True
+                last.clear()  # renames allowed: every pass decides anew
+        return declined, not_folded
 
 
 _LIST_TYPES = frozenset({AttributeProto.INTS, AttributeProto.FLOATS, AttributeProto.STRINGS, AttributeProto.TENSORS,

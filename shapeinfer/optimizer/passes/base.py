@@ -33,6 +33,7 @@ class PassResult:
     changed: int = 0
     changes: list = field(default_factory=list)  # "node (op): what was done"
     declined: list = field(default_factory=list)  # (node name, op, reason)
+    quiet: int = 0  # edits that are not reported as changes (equal constants shared), but are edits
 
     def change(self, node, what: str) -> None:
         self.changed += 1
@@ -85,15 +86,6 @@ class PassContext:
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
     memo: dict = field(default_factory=dict)  # per-run caches of the passes (keyed by pass)
     _unknown: dict = field(default_factory=dict)
-    # The worklist: a pass that has run before visits only the nodes whose neighbourhood
-    # changed since it last started (``since``). Every edit marks the nodes around it (graph_ops
-    # helpers, touched); ``epoch`` counts pass runs; ``full_from`` makes every node count as
-    # changed from that epoch on (when renames become allowed).
-    epoch: int = 0
-    since: Optional[int] = None  # the running pass visits nodes changed at or after this epoch
-    changed_at: dict = field(default_factory=dict)  # id(node) -> epoch of its last change nearby
-    full_from: int = 0
-    worklist: bool = True  # False: every pass visits every node, every round (tests compare)
     _indexed: Optional[tuple] = None  # (graph.nodes, its length, op -> nodes) for nodes()
     _positions: dict = field(default_factory=dict)  # id(node) -> its place in graph.nodes
     _retyped: bool = False  # a node is filed under a second op
@@ -142,12 +134,8 @@ class PassContext:
         index = self._op_index()
         wanted = frozenset(ops)
         found = []
-        since, changed = self.since, self.changed_at
         for op in wanted:
-            if since is None:
-                found.extend(index.get(op, ()))
-            else:
-                found.extend(n for n in index.get(op, ()) if changed.get(id(n), -1) >= since)
+            found.extend(index.get(op, ()))
         if len(found) > 1 and (len(wanted) > 1 or self._retyped):
             pos = self._positions
             if self._retyped:  # (a node filed under two ops may be in found twice)
@@ -156,34 +144,6 @@ class PassContext:
         for node in found:
             if self.op(node) in wanted:
                 yield node
-
-    def changed_nodes(self) -> list:
-        """The main graph's nodes the running pass visits: all of them on its first run, then
-        those changed nearby since it last started (see ``since``), in order."""
-        nodes = list(self.graph.nodes)
-        since, changed = self.since, self.changed_at
-        if since is None:
-            return nodes
-        return [n for n in nodes if changed.get(id(n), -1) >= since]
-
-    def mark_around(self, node) -> None:
-        """node, the producers of its inputs and the readers of its outputs changed (now)."""
-        changed, epoch = self.changed_at, self.epoch
-        changed[id(node)] = epoch
-        for t in node.inputs:
-            for p in t.inputs:
-                changed[id(p)] = epoch
-        for t in node.outputs:
-            for c in t.outputs:
-                changed[id(c)] = epoch
-
-    def mark_readers(self, tensor) -> None:
-        """tensor changed (it became a constant, or was renamed): its producer and readers."""
-        changed, epoch = self.changed_at, self.epoch
-        for n in tensor.inputs:
-            changed[id(n)] = epoch
-        for n in tensor.outputs:
-            changed[id(n)] = epoch
 
     def _op_index(self) -> dict:
         nodes = self.graph.nodes
@@ -202,7 +162,6 @@ class PassContext:
         under its op in the index of ``nodes``)."""
         for cache in self.memo.values():
             cache.pop(id(node), None)
-        self.mark_around(node)
         if self._indexed is not None and id(node) in self._positions:
             self._indexed[2].setdefault(self.op(node), []).append(node)
             self._retyped = True

@@ -73,12 +73,8 @@ class DedupePass(Pass):
         result = PassResult()
         value_keys = ctx.memo.setdefault("dedupe-values", {})  # id(constant) -> value key
         attr_keys = ctx.memo.setdefault("dedupe-attrs", {})  # id(node) -> attribute key
-        # Kept across runs (the worklist visits only changed nodes): the constant kept for each
-        # value, and the node kept for each key (checked again before it is used).
-        by_value: dict = ctx.memo.setdefault("dedupe-by-value", {})
-        seen: dict = ctx.memo.setdefault("dedupe-seen", {})
-        nodes = ctx.changed_nodes()
-        for node in nodes:
+        by_value: dict = {}
+        for node in ctx.graph.nodes:
             for i, t in enumerate(node.inputs):
                 if not isinstance(t, gs.Constant) or t.name in ctx.graph_outputs:
                     continue
@@ -90,19 +86,15 @@ class DedupePass(Pass):
                 keep = by_value.setdefault(key, t)
                 if keep is not t:
                     set_input(node, i, keep)
-        ctx._op_index()
-        pos = ctx._positions
-        for node in nodes:
+                    result.quiet += 1
+        seen: dict = {}
+        for node in list(ctx.graph.nodes):
             key = _node_key(ctx, node, attr_keys)
             if key is None:
                 continue
-            first = seen.get(key)
-            if first is None or first is node or not first.outputs or _node_key(ctx, first, attr_keys) != key:
-                seen[key] = node
+            first = seen.setdefault(key, node)
+            if first is node:
                 continue
-            if pos.get(id(first), -1) > pos.get(id(node), -1):
-                first, node = node, first  # the earlier one stays (the order stays topological)
-                seen[key] = first
             if any(t.name in ctx.graph_outputs for t in node.outputs):
                 continue
             for mine, theirs in zip(node.outputs, first.outputs):

@@ -170,7 +170,6 @@ def _move_constant(ctx, node) -> bool:
     copy.CopyFrom(proto)
     copy.name = out.name
     out.to_constant(LazyValues(copy))
-    ctx.mark_readers(out)
     remove_node(node)
     return True
 
@@ -195,7 +194,7 @@ class ConstantFoldingPass(Pass):
         # another tensor or has become a constant (its facts never change; a pass that changes
         # the node itself drops this entry: ctx.touched): id(node) -> (inputs, its declines).
         left = ctx.memo.setdefault("fold-left", {})
-        for node in ctx.changed_nodes():
+        for node in list(ctx.graph.nodes):
             if not node.outputs:
                 continue
             ins = node.inputs
@@ -221,7 +220,6 @@ class ConstantFoldingPass(Pass):
         if known and all(k is not None for k in known) and _cast_of_float_is_exact(ctx, node):
             for t, arr in zip(node.outputs, known):
                 t.to_constant(constant_values(arr, t.name))
-                ctx.mark_readers(t)
             remove_node(node)
             result.change(node, "its output value is known from inference: a constant now")
 
@@ -280,7 +278,6 @@ class ConstantFoldingPass(Pass):
                 if want is not None and arr.dtype != want and arr.dtype != object:
                     arr = arr.astype(want)  # onnx.reference's type (fold_float_math only)
             t.to_constant(constant_values(np.asarray(arr), t.name))
-            ctx.mark_readers(t)
         remove_node(node)
         if node.op != "Constant":
             result.change(node, "folded to a constant")

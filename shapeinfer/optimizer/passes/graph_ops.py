@@ -7,8 +7,6 @@ constants the same way (the folding package sits below the optimizer and does no
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from typing import Optional
 
 import numpy as np
@@ -57,29 +55,6 @@ def _unlink(items: list, obj) -> None:
 _HINTS: dict = {}  # id(list) -> where the last _unlink found its element
 
 
-_WATCH = threading.local()  # .ctx: the PassContext whose worklist edits mark (see watching)
-
-
-@contextlib.contextmanager
-def watching(ctx):
-    """While the block runs, the edits below mark what they change in ctx's worklist."""
-    before = getattr(_WATCH, "ctx", None)
-    _WATCH.ctx = ctx
-    try:
-        yield
-    finally:
-        _WATCH.ctx = before
-
-
-def _mark(node, *tensors) -> None:
-    ctx = getattr(_WATCH, "ctx", None)
-    if ctx is not None:
-        ctx.mark_around(node)
-        for t in tensors:
-            for p in t.inputs:
-                ctx.changed_at[id(p)] = ctx.epoch
-
-
 def set_input(node, i: int, tensor) -> None:
     """node.inputs[i] = tensor."""
     old = node.inputs[i]
@@ -88,12 +63,10 @@ def set_input(node, i: int, tensor) -> None:
     _unlink(old.outputs, node)
     list.__setitem__(node.inputs, i, tensor)
     list.append(tensor.outputs, node)
-    _mark(node, old)
 
 
 def pop_input(node):
     """node.inputs.pop(): the last input, no longer read by node."""
-    _mark(node)
     old = list.pop(node.inputs)
     _unlink(old.outputs, node)
     return old
@@ -101,7 +74,6 @@ def pop_input(node):
 
 def clear_inputs(node) -> None:
     """node.inputs.clear()."""
-    _mark(node)
     for t in node.inputs:
         _unlink(t.outputs, node)
     list.clear(node.inputs)
@@ -109,7 +81,6 @@ def clear_inputs(node) -> None:
 
 def clear_outputs(node) -> None:
     """node.outputs.clear()."""
-    _mark(node)
     for t in node.outputs:
         _unlink(t.inputs, node)
     list.clear(node.outputs)
@@ -176,7 +147,6 @@ def bypass(ctx, node, source) -> None:
     if out.name in ctx.graph_outputs:
         source.name = out.name
         ctx.graph.outputs = [source if t is out else t for t in ctx.graph.outputs]
-        ctx.mark_readers(source)
     remove_node(node)
 
 
