@@ -103,6 +103,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op")}
+    searched: dict = {}  # (kind, a, b) -> its counterexample: a repeated layer repeats its conditions
     for d in engine.diagnostics:
         if d.kind == "condition":
             # one about an unknown dim or a broadcast already reported follows from those; one
@@ -111,7 +112,9 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
             if any(isinstance(x, Bcast) or (isinstance(x, Sym) and x.name in result.minted)
                    for y in (a, b) for x in atoms(y)):
                 continue
-            example = counterexample((a, b), holds(kind, a, b), nonempty)
+            if d.dims not in searched:
+                searched[d.dims] = counterexample((a, b), holds(kind, a, b), nonempty)
+            example = searched[d.dims]
             if example is None:
                 continue
             if kind == "broadcast":  # a broadcast the algebra resolved to one side
