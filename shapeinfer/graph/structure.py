@@ -58,9 +58,10 @@ def _walk(graph, outer: set, add) -> bool:
     found = False
     where = "" if not outer else " (in a subgraph)"
     nodes = list(graph.node)
-    ins = [list(n.input) for n in nodes]
-    for n, names in zip(nodes, ins):
-        if not all(type(x) is str for x in names) or not all(type(x) is str for x in n.output):
+    ins = [n.input[:] for n in nodes]  # (each read of a protobuf field makes new objects: once)
+    outs = [n.output[:] for n in nodes]
+    for n, names, made in zip(nodes, ins, outs):
+        if not all(type(x) is str for x in names) or not all(type(x) is str for x in made):
             raise ModelLoadError(f"node {n.name!r} ({n.op_type}): a tensor name is not valid UTF-8; the file is corrupt")
     producer: dict = {}  # tensor name -> index of its node, -1 for a graph input or initializer
     for t in graph.input:
@@ -75,13 +76,14 @@ def _walk(graph, outer: set, add) -> bool:
         producer.setdefault(t.values.name, -1)
     named: dict = {}
     for n in nodes:
-        if n.name and named.setdefault(n.name, n) is not n:
+        name = n.name
+        if name and named.setdefault(name, n) is not n:
             add("duplicate-node-name", f"another node of this graph{where} has the same name "
                        f"({named[n.name].op_type}); onnxruntime refuses a model with two nodes of one name",
                        n.name, n.op_type)
             found = True
-    for k, n in enumerate(nodes):
-        for o in n.output:
+    for k, made in enumerate(outs):
+        for o in made:
             if not o:
                 continue
             other = producer.get(o)
@@ -90,6 +92,7 @@ def _walk(graph, outer: set, add) -> bool:
                 continue
             what = (f"node {nodes[other].name!r} ({nodes[other].op_type})" if other >= 0
                     else "a graph input or initializer")
+            n = nodes[k]
             add("duplicate-output", f"its output {o!r} is also produced by {what}{where}", node_label(n), n.op_type)
             found = True
     in_order = True
@@ -117,7 +120,10 @@ def _walk(graph, outer: set, add) -> bool:
         found = True
     names = None
     for n in nodes:
-        for a in n.attribute:
+        attrs = n.attribute
+        if not attrs:
+            continue
+        for a in attrs:
             subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
             for g in subs:
                 names = names if names is not None else set(producer) | outer
