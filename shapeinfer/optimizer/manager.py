@@ -28,10 +28,13 @@ from .passes import REGISTRY
 from .passes.base import PassContext
 from .passes.graph_ops import remove_dead_nodes, replace_uses
 
-DEFAULT_PASSES = ("fold-constants", "dedupe", "remove-identity", "remove-noop", "constant-shapes",
-                  "collapse-reshapes", "tile-to-expand", "tile-uniform", "reduce-broadcast", "reduce-size-one",
-                  "expand-into-broadcast", "cancel-reshapes", "neutral-elements", "merge-transposes",
-                  "merge-concats")
+# The order matters for how many rounds a graph takes, not for what it ends as: the passes that
+# turn a node into a reshape-like op or a no-op (Tile/Expand/reductions) go before remove-noop,
+# which removes them; dedupe goes last, merging the copies this round's rewrites made (the 50k
+# chain: 2 rounds instead of 4).
+DEFAULT_PASSES = ("fold-constants", "remove-identity", "tile-to-expand", "tile-uniform", "reduce-broadcast",
+                  "reduce-size-one", "expand-into-broadcast", "remove-noop", "constant-shapes", "collapse-reshapes",
+                  "cancel-reshapes", "neutral-elements", "merge-transposes", "merge-concats", "dedupe")
 # Passes that are not bit-exact: run only when asked for (by name, or fuse_gemm=True).
 OPT_IN_PASSES = ("fuse-gemm",)
 ALL_PASSES = DEFAULT_PASSES + OPT_IN_PASSES
