@@ -1,5 +1,6 @@
 """A pass that found nothing to do is not run again until some pass has changed the graph
-(optimizer.manager.SKIP_UNCHANGED). The optimised model must be the one full rounds give --
+(optimizer.manager.SKIP_UNCHANGED), and small Constant nodes become constants as the graph is
+built (MOVE_CONSTANTS). The optimised model must be the one full rounds give --
 byte for byte, with the same report -- on every fixture, the bench models, generated graphs and
 graphs where one rewrite enables another several hops away."""
 
@@ -17,13 +18,15 @@ manager = importlib.import_module("shapeinfer.optimizer.manager")
 
 
 def _optimized(model, skip: bool, **options):
-    saved = manager.SKIP_UNCHANGED
-    manager.SKIP_UNCHANGED = skip
+    """Optimised with (skip) or without the shortcuts: passes skipped while nothing changed,
+    and small Constant nodes made constants at import instead of by fold-constants."""
+    saved = manager.SKIP_UNCHANGED, manager.MOVE_CONSTANTS
+    manager.SKIP_UNCHANGED = manager.MOVE_CONSTANTS = skip
     try:
         report = manager.OptimizeReport()
         out = shapeinfer.optimize(model, report=report, **options)
     finally:
-        manager.SKIP_UNCHANGED = saved
+        manager.SKIP_UNCHANGED, manager.MOVE_CONSTANTS = saved
     return (out.SerializeToString(), report.after, report.kept, report.not_folded, report.declined,
             {k: v for k, v in report.changes.items() if v})
 

@@ -11,15 +11,24 @@ other model goes through ``gs.import_onnx``.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Optional
 
-from onnx import AttributeProto, ModelProto
+from onnx import AttributeProto, ModelProto, TensorProto
+from onnx_graphsurgeon.ir.tensor import LazyValues
+
+from .passes.constant_folding import tensor_bytes
 
 _SUBGRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
 
 
-def import_model(gs, model: ModelProto) -> tuple:
+def import_model(gs, model: ModelProto, move_constants: Optional[int] = None) -> tuple:
     """(the onnx-graphsurgeon Graph of ``model``, which is not changed; every tensor of its
-    main graph, made for it)."""
+    main graph, made for it).
+
+    ``move_constants`` (fold-constants' budget, when that pass runs): a Constant node whose
+    value is a plain tensor of at most that many bytes becomes the constant tensor it makes,
+    as fold-constants would make it in its first run (constant_folding._move_constant),
+    without a node to build, visit and remove."""
     from onnx_graphsurgeon.importers.onnx_importer import OnnxImporter
 
     g = model.graph
@@ -75,6 +84,13 @@ def import_model(gs, model: ModelProto) -> tuple:
         return t
 
     for n in nodes:
+        if move_constants is not None and n.op_type == "Constant" and _movable(n, move_constants):
+            out = tensor(n.output[0])
+            copy = TensorProto()
+            copy.CopyFrom(n.attribute[0].t)
+            copy.name = out.name
+            out.to_constant(LazyValues(copy))
+            continue
         ins = [tensor(name) for name in n.input[:]]
         outs = [tensor(name) for name in n.output[:]]
         attrs = n.attribute
@@ -154,3 +170,18 @@ def _node(gs, op, name, attrs, inputs, outputs, domain):
 
 def _variable(gs, name):
     return gs.Variable(name) if name else gs.Variable.empty()
+
+
+def _movable(node, budget: int) -> bool:
+    """A Constant node of the default domain whose one attribute is ``value``, a tensor of
+    at most ``budget`` bytes stored in the model, with one output: what fold-constants moves."""
+    if node.domain not in ("", "ai.onnx") or len(node.attribute) != 1 or len(node.output) != 1 or not node.output[0]:
+        return False
+    a = node.attribute[0]
+    if a.name != "value" or a.type != AttributeProto.TENSOR or a.ref_attr_name:
+        return False
+    t = a.t
+    if t.data_location == TensorProto.EXTERNAL:
+        return False
+    size = tensor_bytes(t)
+    return size is not None and size <= budget

@@ -17,6 +17,8 @@ Cases:
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import onnx_graphsurgeon as gs
 from onnx import TensorProto, helper, numpy_helper
@@ -142,6 +144,16 @@ _ITEMSIZE = {TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8, TensorProto.FLOAT16: 2
              TensorProto.BOOL: 1}
 
 
+def tensor_bytes(proto) -> Optional[int]:
+    """The bytes of a TensorProto of one of the _ITEMSIZE types, from its dims; else None."""
+    size = _ITEMSIZE.get(proto.data_type)
+    if size is None:
+        return None
+    for d in proto.dims:
+        size *= d
+    return size
+
+
 def _move_constant(ctx, node) -> bool:
     """A Constant node whose ``value`` is a tensor: its output becomes that very tensor (the
     TensorProto, renamed; nothing converted, so nothing can change), within the size budget as
@@ -155,12 +167,8 @@ def _move_constant(ctx, node) -> bool:
     proto = value._values.tensor
     if proto.data_location == TensorProto.EXTERNAL:
         return False
-    size = _ITEMSIZE.get(proto.data_type)
-    if size is None:
-        return False
-    for d in proto.dims:
-        size *= d
-    if size > ctx.fold_budget:  # as _too_costly: larger than the budget, with no input
+    size = tensor_bytes(proto)
+    if size is None or size > ctx.fold_budget:  # as _too_costly: larger than the budget, with no input
         return False
     out = node.outputs[0]
     fact = ctx.facts.fact(out.name)
