@@ -9,6 +9,8 @@ import os
 
 import onnx
 import onnx_graphsurgeon as gs
+
+import shapeinfer
 import pytest
 from onnx import TensorProto, helper
 
@@ -67,3 +69,24 @@ def test_odd_graphs_import_as_onnx_graphsurgeon_imports_them():
     graph.node.append(nodes[-1])
     graph.input.append(helper.make_tensor_value_info("cond", TensorProto.BOOL, []))
     _same(model)  # (handed to gs.import_onnx)
+
+
+def test_an_empty_list_attribute_after_a_moved_constant_is_exported_with_its_type():
+    """The importer makes small Constant nodes constants (no gs node): the nodes after one are
+    paired with their NodeProto as built, not by position, or an empty ``axes`` list lands on
+    the wrong node and the export fails (found by the adversarial harness, seed 20170)."""
+
+    from shapeinfer.optimizer.verify import verify
+
+    nodes = [helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [2.0])),
+             helper.make_node("Mul", ["x", "c"], ["m"]),
+             helper.make_node("ReduceSum", ["m"], ["y"], keepdims=1)]
+    nodes[2].attribute.append(helper.make_attribute("axes", [], attr_type=onnx.AttributeProto.INTS))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    out = shapeinfer.optimize(model)
+    reduce = next(n for n in out.graph.node if n.op_type == "ReduceSum")
+    assert [(a.name, a.type, list(a.ints)) for a in reduce.attribute if a.name == "axes"] == \
+        [("axes", onnx.AttributeProto.INTS, [])]
+    assert verify(model, out).ok

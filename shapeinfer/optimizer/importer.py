@@ -23,7 +23,8 @@ _SUBGRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
 
 def import_model(gs, model: ModelProto, move_constants: Optional[int] = None) -> tuple:
     """(the onnx-graphsurgeon Graph of ``model``, which is not changed; every tensor of its
-    main graph, made for it).
+    main graph, made for it; (NodeProto, gs.Node) for each node built, or None when onnx-
+    graphsurgeon's importer built them, one node per NodeProto, in order).
 
     ``move_constants`` (fold-constants' budget, when that pass runs): a Constant node whose
     value is a plain tensor of at most that many bytes becomes the constant tensor it makes,
@@ -70,7 +71,7 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None) ->
         if t is None:
             t = tensors[vi.name] = import_tensor(vi)
         outputs.append(t)
-    made = []
+    made, built = [], []  # the gs nodes, and the NodeProto each was built from
     get = tensors.get
     new_node, new_variable = (_direct_node, _direct_variable) if _layout_known(gs) else (_node, _variable)
 
@@ -96,14 +97,15 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None) ->
         attrs = n.attribute
         attrs = import_attributes(attrs, {}, tensors, opset, domains) if len(attrs) else OrderedDict()
         made.append(new_node(gs, n.op_type, n.name, attrs, ins, outs, n.domain if n.HasField("domain") else None))
+        built.append(n)
     graph = gs.Graph(nodes=made, inputs=inputs, outputs=outputs, name=g.name, doc_string=g.doc_string,
                      producer_name=model.producer_name, producer_version=model.producer_version, opset=opset,
                      import_domains=domains, functions=[], ir_version=model.ir_version)
-    return graph, list(tensors.values())
+    return graph, list(tensors.values()), list(zip(built, made))
 
 
 def _imported(graph) -> tuple:
-    return graph, list(graph.tensors().values())
+    return graph, list(graph.tensors().values()), None
 
 
 # onnx-graphsurgeon's constructors route every field through __setattr__ overrides; the objects

@@ -189,9 +189,9 @@ class PassManager:
     def _optimize(self, gs, src: ModelProto, report: OptimizeReport) -> ModelProto:
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
         moving = MOVE_CONSTANTS and any(p.name == "fold-constants" for p in self.passes)
-        graph, tensors = import_model(gs, src, self.fold_budget if moving else None)
+        graph, tensors, pairs = import_model(gs, src, self.fold_budget if moving else None)
         imported = (list(_all_nodes(gs, graph)), tensors)  # (see _release)
-        empty_lists = _empty_list_attributes(gs, src.graph, graph)
+        empty_lists = _empty_list_attributes(gs, src.graph, graph, pairs)
         overridable = _keep_overridable_inputs(gs, graph, src)
         # One inference serves every round: no pass changes the shape or value of a tensor that
         # stays in the graph (folding keeps values, bypasses read an equal tensor), and the
@@ -297,12 +297,13 @@ def _node_pairs(gs, proto_graph, gs_graph):
                     stack.append((a.g, gn.attrs[a.name]))
 
 
-def _empty_list_attributes(gs, proto_graph, gs_graph) -> dict:
+def _empty_list_attributes(gs, proto_graph, gs_graph, pairs=None) -> dict:
     """id(node) -> [(name, attribute type)] for the empty list attributes of the imported nodes:
     onnx-graphsurgeon keeps them as [] but cannot export them (the type of an empty list is
-    unknown to it). Passes see [] as before; _export writes them back with their type."""
+    unknown to it). Passes see [] as before; _export writes them back with their type.
+    ``pairs``: (NodeProto, gs.Node) as the importer built them (None: matched by position)."""
     out: dict = {}
-    for pn, gn in _node_pairs(gs, proto_graph, gs_graph):
+    for pn, gn in pairs if pairs is not None else _node_pairs(gs, proto_graph, gs_graph):
         for a in pn.attribute:
             if a.type in _LIST_TYPES and not a.ref_attr_name and gn.attrs.get(a.name) == []:
                 out.setdefault(id(gn), []).append((a.name, a.type))
