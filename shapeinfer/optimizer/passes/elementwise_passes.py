@@ -45,6 +45,35 @@ def _broadcast(shapes):
     return tuple(out)
 
 
+# Float arithmetic whose result, when two operands are NaN, is one of them: which one (its
+# payload bits) follows the operand order of the runtime's loop, and onnxruntime has one loop
+# for a scalar operand and another for equal shapes (seen: Mul of NaN payloads 1 and 0 gives
+# 0x7fc00001 through Expand, 0x7fc00000 without).
+_NAN_PICKING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Mod"})
+_FLOAT_TYPES = frozenset({1, 10, 11, 16})  # float, float16, double, bfloat16
+
+
+def _nan_free_operands(ctx, user, expanded, src) -> bool:
+    """True when at most one operand of ``user`` can hold a NaN: not a float op, or every
+    operand but one a constant without NaN (one NaN operand gives that NaN whatever the order).
+    ``expanded`` (the Expand's output) counts as ``src``, what the Expand copies."""
+    fact = ctx.facts.fact(user.outputs[0].name)
+    if fact is None or fact.dtype not in _FLOAT_TYPES:
+        return fact is not None and bool(fact.dtype)
+    may_nan = 0
+    for t in user.inputs:
+        t = src if t is expanded else t
+        if isinstance(t, gs.Constant):
+            try:
+                arr = constant_array(t)
+                if arr.dtype.kind == "f" and not np.isnan(arr).any():
+                    continue
+            except Exception:  # noqa: BLE001 - an unreadable constant counts as possibly NaN
+                pass
+        may_nan += 1
+    return may_nan <= 1
+
+
 @register
 class ExpandIntoBroadcastPass(RewritePass):
     name = "expand-into-broadcast"
@@ -67,6 +96,9 @@ class ExpandIntoBroadcastPass(RewritePass):
                 if s is None:
                     return Decline("kept: an input shape of its consumer is unknown")
                 shapes.append(s)
+            if ctx.op(user) in _NAN_PICKING and not _nan_free_operands(ctx, user, out, src):
+                return Decline(f"kept: {user.op} of floats that may both be NaN -- which NaN's bits a runtime "
+                               "returns depends on its broadcast loop, which the Expand decides")
             want = ctx.shape(user.outputs[0])
             try:
                 got = _broadcast(shapes)
