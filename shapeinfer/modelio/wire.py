@@ -44,7 +44,7 @@ def _dim(d) -> bytes:
 
 
 @lru_cache(maxsize=65536)
-def _type_bytes(elem_type: int, shape) -> bytes:
+def type_bytes(elem_type: int, shape) -> bytes:
     """TypeProto bytes (field 2 of ValueInfoProto) for a tensor type; shapes repeat, so cached."""
     tensor = _varint(1 << 3 | 0) + _varint(elem_type)
     if shape is not None:
@@ -52,16 +52,15 @@ def _type_bytes(elem_type: int, shape) -> bytes:
     return _field(2, _field(1, tensor))
 
 
-def tensor_value_info(name: str, elem_type: int, shape, type_bytes: bytes = None) -> bytes:
+def tensor_value_info(name: str, elem_type: int, shape, typed: bytes = None) -> bytes:
     """The bytes of one GraphProto.value_info entry for a tensor (shape None: rank unknown);
-    ``type_bytes``: what _type_bytes(elem_type, shape) gives, when the caller has it."""
+    ``typed``: what type_bytes(elem_type, shape) gives, when the caller has it."""
     n = name.encode()
     inner = _NAME_TAG + (_SMALL[len(n)] if len(n) < 128 else _varint(len(n))) + n \
-        + (type_bytes if type_bytes is not None else _type_bytes(elem_type, shape))
+        + (typed if typed is not None else type_bytes(elem_type, shape))
     return _VALUE_INFO_TAG + (_SMALL[len(inner)] if len(inner) < 128 else _varint(len(inner))) + inner
 
 
-type_bytes = _type_bytes
 _SMALL = tuple(bytes((k,)) for k in range(128))  # the varint of a number below 128 is that byte
 _NAME_TAG = _varint(1 << 3 | 2)  # ValueInfoProto.name
 _VALUE_INFO_TAG = _varint(13 << 3 | 2)  # GraphProto.value_info

@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Optional
 
-from onnx import AttributeProto, ModelProto, TensorProto
-from onnx_graphsurgeon.ir.tensor import LazyValues
+from onnx import AttributeProto, ModelProto
 
-from .passes.constant_folding import tensor_bytes
+from .passes.constant_folding import movable_value, take_value
 
 _SUBGRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
 
@@ -75,7 +74,6 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None) ->
     get = tensors.get
     new_node, new_variable = (_direct_node, _direct_variable) if _layout_known(gs) else (_node, _variable)
 
-
     def tensor(name):  # a tensor no initializer, value_info or earlier node made: a new Variable
         t = get(name)
         if t is None:
@@ -86,11 +84,7 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None) ->
 
     for n in nodes:
         if move_constants is not None and n.op_type == "Constant" and _movable(n, move_constants):
-            out = tensor(n.output[0])
-            copy = TensorProto()
-            copy.CopyFrom(n.attribute[0].t)
-            copy.name = out.name
-            out.to_constant(LazyValues(copy))
+            take_value(tensor(n.output[0]), n.attribute[0].t)
             continue
         ins = [tensor(name) for name in n.input[:]]
         outs = [tensor(name) for name in n.output[:]]
@@ -175,15 +169,10 @@ def _variable(gs, name):
 
 
 def _movable(node, budget: int) -> bool:
-    """A Constant node of the default domain whose one attribute is ``value``, a tensor of
-    at most ``budget`` bytes stored in the model, with one output: what fold-constants moves."""
+    """A Constant node of the default domain whose one attribute is ``value``, a tensor
+    fold-constants moves as it is (constant_folding.movable_value), with one output."""
     if node.domain not in ("", "ai.onnx") or len(node.attribute) != 1 or len(node.output) != 1 or not node.output[0]:
         return False
     a = node.attribute[0]
-    if a.name != "value" or a.type != AttributeProto.TENSOR or a.ref_attr_name:
-        return False
-    t = a.t
-    if t.data_location == TensorProto.EXTERNAL:
-        return False
-    size = tensor_bytes(t)
-    return size is not None and size <= budget
+    return a.name == "value" and a.type == AttributeProto.TENSOR and not a.ref_attr_name \
+        and movable_value(a.t, budget)

@@ -17,8 +17,6 @@ Cases:
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import onnx_graphsurgeon as gs
 from onnx import TensorProto, helper, numpy_helper
@@ -144,20 +142,35 @@ _ITEMSIZE = {TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8, TensorProto.FLOAT16: 2
              TensorProto.BOOL: 1}
 
 
-def tensor_bytes(proto) -> Optional[int]:
-    """The bytes of a TensorProto of one of the _ITEMSIZE types, from its dims; else None."""
-    size = _ITEMSIZE.get(proto.data_type)
+def movable_value(proto, budget: int) -> bool:
+    """Whether a Constant node's ``value`` tensor is moved as it is to the node's output: stored
+    in the model, of a plain type, within the budget (as _too_costly measures it: larger than
+    the budget, with no input, is too costly). Used here and by the importer, which moves such
+    tensors as it builds the graph (optimizer/importer.py)."""
+    if proto.data_location == TensorProto.EXTERNAL:
+        return False
+    size = _ITEMSIZE.get(proto.data_type)  # (tensor_nbytes, for these types, without a dtype lookup)
     if size is None:
-        return None
+        return False
     for d in proto.dims:
         size *= d
-    return size
+    return size <= budget
+
+
+def take_value(out, proto) -> None:
+    """Make tensor ``out`` the constant ``proto`` holds: the TensorProto itself, renamed
+    (nothing converted, so nothing can change; the model given is not touched: a copy)."""
+    from onnx_graphsurgeon.ir.tensor import LazyValues
+
+    copy = TensorProto()
+    copy.CopyFrom(proto)
+    copy.name = out.name
+    out.to_constant(LazyValues(copy))
 
 
 def _move_constant(ctx, node) -> bool:
-    """A Constant node whose ``value`` is a tensor: its output becomes that very tensor (the
-    TensorProto, renamed; nothing converted, so nothing can change), within the size budget as
-    _too_costly measures it. False where the general path must decide."""
+    """A Constant node whose ``value`` is a tensor: its output becomes that very tensor
+    (movable_value, take_value). False where the general path must decide."""
     from onnx_graphsurgeon.ir.tensor import LazyValues
 
     value = node.attrs.get("value")
@@ -165,19 +178,13 @@ def _move_constant(ctx, node) -> bool:
             or len(node.outputs) != 1 or node.outputs[0].is_empty():
         return False
     proto = value._values.tensor
-    if proto.data_location == TensorProto.EXTERNAL:
-        return False
-    size = tensor_bytes(proto)
-    if size is None or size > ctx.fold_budget:  # as _too_costly: larger than the budget, with no input
+    if not movable_value(proto, ctx.fold_budget):
         return False
     out = node.outputs[0]
     fact = ctx.facts.fact(out.name)
     if fact is not None and fact.dtype and fact.dtype != proto.data_type:
         return False
-    copy = TensorProto()
-    copy.CopyFrom(proto)
-    copy.name = out.name
-    out.to_constant(LazyValues(copy))
+    take_value(out, proto)
     remove_node(node)
     return True
 
