@@ -519,3 +519,42 @@ def test_dedupe_value_key_from_raw_bytes_is_the_arrays_key(dtype):
         if field is not None:
             getattr(typed, field).extend(a.reshape(-1).tolist())
             assert cleanup_passes._value_key(gs.Constant("c", LazyValues(typed))) == want
+
+
+
+def test_a_shape_value_past_int32_stays_computed():
+    """onnxruntime checks static dims for int64 overflow when it loads a model: a Tile repeat of
+    INT64_MAX made a constant beside an input dim it knows to be 6 (a declaration) makes it refuse
+    the model, although the model runs where the tensor is empty (seed 25295 of the adversarial
+    harness). A value past int32 that would become a dim stays computed; a small one is folded."""
+    model = parser.parse_model(H + """
+        g (float[N,C] x) => (float[?,?] y) <bool yes = {1}> {
+          r = If(yes) <then_branch = a () => (int64[2] p) { p = Constant<value = int64[2] {9223372036854775807, 0}>() },
+                       else_branch = b () => (int64[2] q) { q = Constant<value = int64[2] {1, 1}>() }>
+          e = ConstantOfShape(r)  s = Shape(e)  y = Tile(x, s) }""")
+    report = OptimizeReport()
+    out = shapeinfer.optimize(model, report=report)
+    assert "Shape" in _ops(out)
+    assert any(op == "Shape" and "past 2147483647" in why for _, op, why in report.declined)
+    _check_same(model, out, [{"N": 0, "C": 3}])  # (at N = 1 onnxruntime refuses the INT64_MAX rows)
+    small = onnx.ModelProto()
+    small.CopyFrom(model)
+    small.graph.node[0].attribute[0].g.node[0].attribute[0].t.int64_data[:] = [2, 0]
+    out = shapeinfer.optimize(small)
+    assert "Shape" not in _ops(out)
+
+
+def test_unloadable_constant_reasons():
+    import onnx_graphsurgeon as gs
+
+    from shapeinfer.optimizer.passes.graph_ops import unloadable_constant
+
+    reps = gs.Variable("reps", dtype=np.int64)
+    gs.Node("Tile", inputs=[gs.Variable("x"), reps], outputs=[gs.Variable("y")])
+    ends = gs.Variable("ends", dtype=np.int64)
+    gs.Node("Slice", inputs=[gs.Variable("x"), gs.Variable("s"), ends], outputs=[gs.Variable("z")])
+    big = np.array([2**31, 1], np.int64)
+    assert "Tile" in unloadable_constant(reps, big)
+    assert unloadable_constant(reps, np.array([2**31 - 1, -(2**31 - 1)], np.int64)) == ""
+    assert unloadable_constant(ends, big) == ""  # Slice clamps its ends: INT64_MAX is common there
+    assert "dim past" in unloadable_constant(ends, np.zeros((2**40, 0), np.float32))

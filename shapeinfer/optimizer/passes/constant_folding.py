@@ -25,7 +25,7 @@ from ...fold.casts import cast_array
 from ...fold.folder import fold_node, outer_variables, within_budget
 from ...fold.kernels import FoldError, NotFoldable
 from .base import Pass, PassResult, register
-from .graph_ops import constant_array, constant_values, remove_node
+from .graph_ops import constant_array, constant_values, remove_node, unloadable_constant
 
 
 def _cast_of_float_is_exact(ctx, node) -> bool:
@@ -233,6 +233,10 @@ class ConstantFoldingPass(Pass):
                 return
         known = [_known_int_value(ctx, t) for t in node.outputs]
         if known and all(k is not None for k in known) and _cast_of_float_is_exact(ctx, node):
+            why = next(filter(None, (unloadable_constant(t, a) for t, a in zip(node.outputs, known))), "")
+            if why:
+                result.decline(node, f"its known value is kept computed: {why}")
+                return
             for t, arr in zip(node.outputs, known):
                 t.to_constant(constant_values(arr, t.name))
             remove_node(node)
@@ -269,6 +273,10 @@ class ConstantFoldingPass(Pass):
             result.decline(node, "not folded: the output would be larger than its inputs and the budget")
             return True
         outs = [np.asarray(a) for a in outs]
+        why = next(filter(None, (unloadable_constant(t, a) for t, a in zip(node.outputs, outs) if not t.is_empty())), "")
+        if why:
+            result.decline(node, f"not folded: {why}")
+            return True
         for t, arr in zip(node.outputs, outs):
             expected = None if t.is_empty() else ctx.facts.fact(t.name)
             if expected is None or not expected.dtype:

@@ -16,7 +16,7 @@ from ...fold.folder import constant_array, constant_values, outer_variables
 
 __all__ = ["bypass", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
            "constant_values", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses", "set_input",
-           "shape_constant"]
+           "shape_constant", "unloadable_constant"]
 
 
 # onnx-graphsurgeon keeps node.inputs and each tensor's .outputs (its readers) in step: taking a
@@ -91,6 +91,41 @@ def constant_input(node, i: int) -> Optional[np.ndarray]:
     if i >= len(node.inputs) or node.inputs[i].is_empty() or not isinstance(node.inputs[i], gs.Constant):
         return None
     return constant_array(node.inputs[i])
+
+
+# onnxruntime runs onnx's shape inference when it loads a model and refuses the model where a
+# static dim computed there passes int64 (onnx's checkedMultiply / checkedAdd). A value that
+# becomes a dim once it is a constant (a Tile repeat, a Reshape entry, ...) or a dim of an empty
+# constant, this large, can make a model that ran (its tensor empty, its node never reached)
+# fail to load. Such values stay computed. Operands of larger products are a bound left open
+# (a declared static dim past 2**31 times a constant repeat past 2**32).
+LOAD_SAFE_DIM = 2**31 - 1
+# Inputs whose constant value onnx's inference makes output dims, by op.
+DIM_INPUTS = {"Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Pad": (1,), "Resize": (3,),
+              "Range": (0, 1, 2), "OneHot": (1,), "TopK": (1,), "CenterCropPad": (1,), "Col2Im": (1, 2),
+              "Split": (1,)}
+
+
+def dims_load_safely(values) -> bool:
+    """Every value is within +-LOAD_SAFE_DIM (so, written as a constant dim, it loads)."""
+    return all(-LOAD_SAFE_DIM <= int(v) <= LOAD_SAFE_DIM for v in values)
+
+
+def unloadable_constant(tensor, arr) -> str:
+    """Why making ``tensor`` the constant ``arr`` could stop onnxruntime loading the model
+    (see LOAD_SAFE_DIM), or ''."""
+    if any(d > LOAD_SAFE_DIM for d in arr.shape):
+        return f"its shape {list(arr.shape)} has a dim past {LOAD_SAFE_DIM}"
+    if arr.size == 0 or arr.dtype.kind not in "iu":
+        return ""
+    if -LOAD_SAFE_DIM <= int(arr.min()) and int(arr.max()) <= LOAD_SAFE_DIM:
+        return ""
+    for reader in tensor.outputs:
+        for i in DIM_INPUTS.get(reader.op, ()):
+            if i < len(reader.inputs) and reader.inputs[i] is tensor and (reader.domain or "") in ("", "ai.onnx"):
+                return (f"it holds a value past {LOAD_SAFE_DIM}, which {reader.name or reader.op} ({reader.op}) "
+                        "would make a dim: onnxruntime may refuse to load the model")
+    return ""
 
 
 def shape_constant(ctx, base: str, values) -> gs.Constant:

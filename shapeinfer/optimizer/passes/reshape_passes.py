@@ -25,7 +25,7 @@ import numpy as np
 import onnx_graphsurgeon as gs
 
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
-from .graph_ops import bypass, can_bypass, clear_inputs, constant_array, constant_input, constant_values, set_input, shape_constant
+from .graph_ops import bypass, can_bypass, clear_inputs, constant_array, constant_input, constant_values, dims_load_safely, set_input, shape_constant
 from .specs import expand_spec, reshape_spec, same_shape
 
 RESHAPE_LIKE = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -108,6 +108,8 @@ class ConstantShapesPass(RewritePass):
         spec, why = reshape_spec(a, b) if ctx.op(node) == "Reshape" else expand_spec(a, b)
         if spec is None:
             return Decline(f"its computed shape is kept: {why}")
+        if not dims_load_safely(spec):
+            return Decline("its computed shape is kept: an entry is too large to be a constant dim (see LOAD_SAFE_DIM)")
         return Match(spec=spec)
 
     def rewrite(self, ctx, node, match) -> str:
@@ -140,6 +142,8 @@ class CollapseReshapesPass(RewritePass):
         if a is None or b is None or any(ctx.is_unknown(d) for d in b):
             return Decline(f"kept after {inner.op}: the output shape is not known in input dims")
         spec, why = reshape_spec(a, b)
+        if spec is not None and not dims_load_safely(spec):
+            spec, why = None, "an entry is too large to be a constant dim (see LOAD_SAFE_DIM)"
         if spec is None:
             if _reads_same_from(ctx, node, src, inner_out):
                 return Match(inner=inner, source=src, spec=None)
@@ -285,9 +289,11 @@ class TileUniformPass(RewritePass):
         scalar_name = ctx.unique_name(f"{node.name or 'Tile'}_element")
         element = gs.Constant(scalar_name, constant_values(match.value.reshape([1] * rank), scalar_name))
         reps, shape_in = node.inputs[1], match.shape_in
+        dims = None
         if isinstance(reps, gs.Constant) and shape_in is None:
-            target = shape_constant(ctx, f"{node.name or 'Tile'}_shape",
-                                    [int(d) * int(r) for d, r in zip(ctx.shape(node.inputs[0]), constant_array(reps).reshape(-1))])
+            dims = [int(d) * int(r) for d, r in zip(ctx.shape(node.inputs[0]), constant_array(reps).reshape(-1))]
+        if dims is not None and dims_load_safely(dims):
+            target = shape_constant(ctx, f"{node.name or 'Tile'}_shape", dims)
         else:
             base = shape_in if shape_in is not None else shape_constant(ctx, f"{node.name or 'Tile'}_in_shape", list(ctx.shape(node.inputs[0])))
             target = gs.Variable(ctx.unique_name(f"{node.name or 'Tile'}_out_shape"), dtype=np.int64)
