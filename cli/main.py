@@ -9,6 +9,7 @@ one line instead of a traceback), 130 when interrupted.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import sys
@@ -28,6 +29,11 @@ class DefaultGroup(click.Group):
 
     def parse_args(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            word = args[0]
+            if not word.startswith("-") and not os.path.exists(word) and not os.path.splitext(word)[1]:
+                close = difflib.get_close_matches(word, list(self.commands), n=1, cutoff=0.6)
+                if close:  # a misspelt command, not a model path
+                    raise click.UsageError(f"no command {word!r}: did you mean `{close[0]}`?", ctx)
             args = [self.default_command] + list(args)
         return super().parse_args(ctx, args)
 
@@ -54,11 +60,15 @@ def cli():
 
 
 def _parse_input_shape(values) -> dict:
+    """NAME=d0,d1,... items -> {name: [int or dim text]}; a usage error for a malformed item, a
+    dim that can be negative (``a-b``) or an input given twice."""
     out = {}
     for item in values:
         if "=" not in item:
             raise click.BadParameter(f"{item!r}: expected NAME=d0,d1,... (for example x=1,seq,768)", param_hint="--input-shape")
         name, dims = item.split("=", 1)
+        if name.strip() in out:
+            raise click.BadParameter(f"input {name.strip()!r} is given twice", param_hint="--input-shape")
         parsed = []
         for d in (dims.split(",") if dims.strip() else []):
             d = d.strip()
@@ -69,12 +79,15 @@ def _parse_input_shape(values) -> dict:
                     raise click.BadParameter(f"{item!r}: dims cannot be negative", param_hint="--input-shape")
                 parsed.append(int(d))
             else:
-                from shapeinfer.symbolic import ParseError, parse
+                from shapeinfer.symbolic import ParseError, parse, provably_nonneg
 
                 try:
-                    parse(d)
+                    expr = parse(d)
                 except ParseError as e:
                     raise click.BadParameter(f"{item!r}: {e}", param_hint="--input-shape") from None
+                if not provably_nonneg(expr):
+                    raise click.BadParameter(f"{item!r}: the dim {d!r} can be negative (a dim is a size, at least 0)",
+                                             param_hint="--input-shape")
                 parsed.append(d)
         out[name.strip()] = parsed
     return out
@@ -154,13 +167,6 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
         dest = check_model_destination(model, output, source_dir=model_dir, external_data=external_data,
                                        protected=inputs)
     validate_structure(model)  # optimize does this in its API; infer's API takes partial graphs
-    known_inputs = {i.name for i in model.graph.input}
-    for name in overrides:
-        if name not in known_inputs:
-            raise click.BadParameter(
-                f"the model has no input named {name!r} (inputs: {', '.join(sorted(known_inputs)) or 'none'})",
-                param_hint="--input-shape",
-            )
     result = shapeinfer.infer(model, input_shapes=overrides, assume_nonempty=assume_nonempty, base_dir=model_dir)
     written = None
     if output:
@@ -223,11 +229,18 @@ def _parse_bind(bind) -> dict:
                    "in the last bits; reported, and --verify then allows a tolerance.")
 @click.option("--bind", "bind", multiple=True, metavar="SYMBOL=V1,V2,V3",
               help="Sizes --verify gives a symbolic input dim (repeatable), e.g. --bind height=32,64,48.")
+@click.option("--input-shape", "input_shape", multiple=True, metavar="NAME=DIMS",
+              help="Fix an input's shape and fold what becomes static, e.g. --input-shape x=1,16 (repeatable; "
+                   "symbols allowed, as for `infer`). The output model takes only these shapes.")
+@click.option("--no-shapes", "no_shapes", is_flag=True,
+              help="Do not write the inferred shapes (value_info) into the output model.")
 @_external_data_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budget, assume_nonempty,
-                 ignore_signed_zero, fold_float_math, fuse_gemm, bind, external_data, size_threshold, as_json):
-    """Simplify MODEL (constant folding, Reshape/Expand/Tile rewrites) and write it to OUTPUT."""
+                 ignore_signed_zero, fold_float_math, fuse_gemm, bind, input_shape, no_shapes, external_data,
+                 size_threshold, as_json):
+    """Simplify MODEL (constant folding, Reshape/Expand/Tile rewrites) and write it to OUTPUT,
+    every inferred shape written in."""
 
     import shapeinfer
     from shapeinfer.fold.folder import DEFAULT_BUDGET_BYTES
@@ -241,6 +254,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
     except UnknownPassError as e:
         raise click.BadParameter(f"unknown pass {e.name!r} (passes: {', '.join(e.known)})",
                                  param_hint="--passes/--skip") from None
+    overrides = _parse_input_shape(input_shape)
     values = _parse_bind(bind)
     if values and not do_verify:
         raise click.UsageError("--bind gives the sizes --verify runs the models at; it needs --verify")
@@ -250,7 +264,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
     if values:
         from shapeinfer.optimizer.verify import input_symbols
 
-        symbols = input_symbols(model)
+        symbols = input_symbols(_with_fixed_inputs(model, overrides) if overrides else model)
         for name in values:
             if name not in symbols:
                 raise click.BadParameter(
@@ -263,15 +277,16 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
     optimized = optimize(model, passes=_names(passes), skip=_names(skip) or (),
                          fold_budget=DEFAULT_BUDGET_BYTES if fold_budget is None else fold_budget,
                          assume_nonempty=assume_nonempty, ignore_signed_zero=ignore_signed_zero,
-                         fold_float_math=fold_float_math, fuse_gemm=fuse_gemm,
-                         progress=progress, report=report)
+                         fold_float_math=fold_float_math, fuse_gemm=fuse_gemm, input_shapes=overrides,
+                         write_shapes=not no_shapes, progress=progress, report=report)
     verdict = None
     if do_verify:
         from shapeinfer.optimizer.verify import bindings_for, verify
 
         progress("verifying with onnxruntime")
         inexact = fold_float_math or fuse_gemm or "fuse-gemm" in selected  # the opt-ins that are not bit-exact
-        verdict = verify(model, optimized, bindings=bindings_for(model, values=values), exact=not inexact,
+        original = _with_fixed_inputs(model, overrides, optimized) if overrides else model  # run at those shapes
+        verdict = verify(original, optimized, bindings=bindings_for(original, values=values), exact=not inexact,
                          signed_zeros=not ignore_signed_zero, base_dir=model_dir)
     progress.done()
     if verdict is not None and not verdict.ok:
@@ -286,6 +301,31 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
         _echo_report(_optimize_json(report, verdict, written), dest)
     else:
         _echo_report(render_optimize(report, model_path, output, explain, verdict, written), dest)
+
+
+def _with_fixed_inputs(model, overrides: dict, optimized=None):
+    """A copy of ``model`` whose overridden inputs have the shapes ``optimized`` has for them
+    (or, without it, the shapes given, symbols as dim names) -- the original as --verify runs it."""
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    fixed = {vi.name: vi for vi in optimized.graph.input} if optimized is not None else {}
+    for vi in copy.graph.input:
+        if vi.name not in overrides:
+            continue
+        if vi.name in fixed:
+            vi.type.CopyFrom(fixed[vi.name].type)
+            continue
+        shape = vi.type.tensor_type.shape
+        shape.ClearField("dim")
+        for d in overrides[vi.name]:
+            dim = shape.dim.add()
+            if isinstance(d, int):
+                dim.dim_value = d
+            else:
+                dim.dim_param = str(d)
+    return copy
 
 
 def _optimize_json(report, verdict, written) -> str:
@@ -392,11 +432,16 @@ class Progress:
 
 def main(argv=None) -> int:
     """Entry point: run the CLI, turning every error into one line and an exit code."""
-    from shapeinfer.errors import ExternalDataError, ModelLoadError, ShapeInferenceError
+    from shapeinfer.errors import ExternalDataError, InputShapeError, ModelLoadError, ShapeInferenceError
     from shapeinfer.modelio.writer import OutputError
 
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args:  # bare `shapeinfer`: the usage, which is no error
+        with click.Context(cli, info_name="shapeinfer") as ctx:
+            click.echo(cli.get_help(ctx))
+        return 0
     try:
-        cli.main(args=argv, prog_name="shapeinfer", standalone_mode=False)
+        cli.main(args=args, prog_name="shapeinfer", standalone_mode=False)
     except SystemExit as e:
         return int(e.code or 0)
     except click.exceptions.Abort:
@@ -407,6 +452,9 @@ def main(argv=None) -> int:
         if isinstance(e, click.UsageError) and e.ctx is not None:
             ctx_hint = f" (see '{e.ctx.command_path} --help')"
         click.echo(f"error: {e.format_message()}{ctx_hint}", err=True)
+        return EXIT_USAGE
+    except InputShapeError as e:
+        click.echo(f"error: --input-shape: {e}", err=True)
         return EXIT_USAGE
     except OutputError as e:
         click.echo(f"error: {e}; nothing written", err=True)

@@ -94,15 +94,36 @@ def render_table(result, model_path: str, all_tensors: bool = False) -> str:
     return "\n".join(out)
 
 
+def human_bytes(n: int) -> str:
+    """1536 -> '1.5 KiB' (B, KiB, MiB, GiB)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _stats_rows(before: dict, after: dict) -> list:
+    """Rows of the before/after table: nodes, every op type (most frequent first), computed
+    Reshape/Expand shapes, the model's size."""
+    rows = [("nodes", before.get("nodes", ""), after.get("nodes", ""))]
+    ops_b, ops_a = before.get("ops", {}), after.get("ops", {})
+    for op in list(ops_b) + [op for op in ops_a if op not in ops_b]:
+        rows.append((f"  {op}", ops_b.get(op, 0), ops_a.get(op, 0)))
+    rows.append(("computed reshape shapes", before.get("computed_reshape_shapes", ""),
+                 after.get("computed_reshape_shapes", "")))
+    if "bytes" in before:
+        rows.append(("size", human_bytes(before["bytes"]), human_bytes(after["bytes"]) if "bytes" in after else ""))
+    return rows
+
+
 def render_optimize(report, model_path: str, output: str, explain: bool, verdict=None, written=None) -> str:
-    rows = []
-    for key in report.before:
-        a, b = report.before[key], report.after.get(key, "")
-        rows.append((key.replace("_", " "), a, b))
-    out = [f"optimize: {model_path} -> {output}  ({report.rounds} rounds, {report.seconds:.2f} s)", ""]
-    out.extend(_table(rows, ("", "before", "after")))
+    rounds = f"{report.rounds} round{'s' if report.rounds != 1 else ''}"
+    out = [f"optimize: {model_path} -> {output}  ({rounds}, {report.seconds:.2f} s)", ""]
+    out.extend(_table(_stats_rows(report.before, report.after), ("", "before", "after")))
     out.append("")
     for name, changes in report.changes.items():
+        if not changes and not explain:
+            continue  # (--explain lists every pass)
         out.append(f"{name}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
         for c in changes[:20]:
             out.append(f"  {c}")
@@ -121,6 +142,8 @@ def render_optimize(report, model_path: str, output: str, explain: bool, verdict
     if verdict is not None:
         out.append("")
         out.append(f"verify ({verdict.engine}): {_verdict_line(verdict)}")
+        if verdict.fallback and verdict.fallback != "asked for":
+            out.append(f"  (run in onnx.reference, not onnxruntime: {verdict.fallback})")
         for binding, outcome in verdict.runs:
             out.append(f"  {_binding(binding)}: {outcome}")
     if written is not None and written.describe():

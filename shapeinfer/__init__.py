@@ -4,29 +4,78 @@
 returns the structured result (each tensor's dims as expressions, and the diagnostics).
 """
 
+from typing import Callable, Optional
+
+from onnx import ModelProto
+
 from .api import InferenceResult, annotate, infer, infer_shapes, load_model
-from .errors import ExternalDataError, ModelLoadError, ShapeInferenceError
+from .fold.folder import DEFAULT_BUDGET_BYTES
+from .errors import ExternalDataError, InputShapeError, ModelLoadError, ShapeInferenceError
 
 
-def optimize(model, **options):
-    """The optimised model; see shapeinfer.optimizer.optimize for the options."""
+def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None, write_shapes: bool = True,
+             fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False, ignore_signed_zero: bool = False,
+             fold_float_math: bool = False, fuse_gemm: bool = False, max_rounds: int = 8,
+             progress: Optional[Callable[[str], None]] = None, report=None) -> ModelProto:
+    """The optimised model: a new ModelProto computing, bit for bit, what ``model`` (a ModelProto
+    or a path, not changed) computes, for every input size.
+
+    - ``passes``: the passes to run (names, or one comma-separated string; default: every
+      default pass), ``skip``: passes not to run;
+    - ``input_shapes``: {input name: [dims]} fixes inputs' shapes as :func:`infer` takes them
+      (``{"x": [1, 16]}``, symbols allowed); what becomes static is folded and the inputs are
+      written with these shapes (the model then takes only those);
+    - ``write_shapes``: write every inferred shape into the result (value_info, graph outputs);
+    - ``fold_budget``: bytes a folded constant may hold beyond its inputs (16 KiB);
+    - ``assume_nonempty``, ``ignore_signed_zero``, ``fold_float_math``, ``fuse_gemm``: opt-ins
+      that are not exact for every input, reported in ``report.assumptions`` (see the README);
+    - ``max_rounds``: bound on the rounds of passes; ``progress``: called with a status line;
+    - ``report``: an :class:`OptimizeReport` to fill (counts before/after, changes, declines).
+
+    Raises :class:`ShapeInferenceError` (an invalid model), :class:`InputShapeError` (input
+    shapes malformed, naming no input, or contradicting the model), ``ValueError`` (an unknown
+    pass name), :class:`ModelLoadError` (an unreadable path), ``TypeError`` (an argument of the
+    wrong type)."""
     from .optimizer import optimize as _optimize
 
-    return _optimize(model, **options)
+    return _optimize(model, passes=passes, skip=skip, input_shapes=input_shapes, write_shapes=write_shapes,
+                     fold_budget=fold_budget, assume_nonempty=assume_nonempty, ignore_signed_zero=ignore_signed_zero,
+                     fold_float_math=fold_float_math, fuse_gemm=fuse_gemm, max_rounds=max_rounds, progress=progress,
+                     report=report)
 
 
-def check(model, **options):
-    """A CheckReport of the model's findings; see shapeinfer.checker.check for the options."""
+def check(model, *, strict: bool = False, assume_nonempty: bool = False, name: Optional[str] = None):
+    """A :class:`CheckReport` of ``model`` (a path or a ModelProto): onnx.checker, structure and
+    full shape inference, each finding with its node, op and what is wrong.
+
+    ``strict`` counts warnings as errors; ``assume_nonempty`` as for :func:`infer`; ``name``
+    labels the report. Never raises for a bad model (the report says what is wrong); raises
+    ``TypeError`` for something that is neither a path nor a ModelProto."""
     from .checker import check as _check
 
-    return _check(model, **options)
+    return _check(model, strict=strict, assume_nonempty=assume_nonempty, name=name)
+
+
+def __getattr__(name):  # the report types, imported when first asked for
+    if name == "OptimizeReport":
+        from .optimizer.manager import OptimizeReport
+
+        return OptimizeReport
+    if name == "CheckReport":
+        from .checker.findings import CheckReport
+
+        return CheckReport
+    raise AttributeError(f"module 'shapeinfer' has no attribute {name!r}")
 
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CheckReport",
+    "OptimizeReport",
     "ExternalDataError",
     "InferenceResult",
+    "InputShapeError",
     "ModelLoadError",
     "ShapeInferenceError",
     "annotate",

@@ -37,3 +37,8 @@ class ExternalDataError(ModelLoadError):
 # catches exactly these: anything else -- an exception a signal handler raises, a
 # KeyboardInterrupt, MemoryError -- is not about the input and must propagate.
 ODD_INPUT_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, NotImplementedError)
+
+
+class InputShapeError(ValueError):
+    """Input shapes given by the caller (``input_shapes=``, ``--input-shape``) that are malformed,
+    name no graph input, or contradict the model (inference fails with them and not without)."""

@@ -36,7 +36,7 @@ def _imports(path: pathlib.Path, package_parts: list):
 def _modules():
     for path in sorted(ROOT.rglob("*.py")):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
-        if parts[-1] == "__init__":
+        if parts[-1] in ("__init__", "__main__"):  # the package's face (python -m shapeinfer: the CLI)
             parts = parts[:-1]
         yield path, parts
 

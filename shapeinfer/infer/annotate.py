@@ -51,16 +51,20 @@ def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declar
     fill_shape_proto(tt.shape, fact.shape)
 
 
-def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None) -> ModelProto:
+def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None,
+             in_place: bool = False) -> ModelProto:
     """A copy of ``model`` whose value_info and graph outputs carry the inferred shapes.
 
     Dims declared on outputs and value_info are kept where inference does not know them, and
     names of the graph inputs' dims are kept; other declared names give way to the inferred dim
     (what they equal is in ``result.declared_dims()``). Graph inputs named in
     ``input_shapes`` get the overriding shape written in, and then the inferred shapes replace
-    the declared ones everywhere."""
-    out = ModelProto()
-    out.CopyFrom(model)
+    the declared ones everywhere. ``in_place``: write into ``model`` itself and return it."""
+    if in_place:
+        out = model
+    else:
+        out = ModelProto()
+        out.CopyFrom(model)
     mark_written_by_shapeinfer(out)
     g = out.graph
     clear_negative_dims(g)

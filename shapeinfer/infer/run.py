@@ -8,9 +8,11 @@ from typing import Optional
 
 from onnx import ModelProto
 
+from ..errors import InputShapeError, ShapeInferenceError
 from ..modelio.load import as_model
 from .annotate import annotate
 from .engine import Engine
+from .overrides import check_input_shapes
 from .result import InferenceResult
 
 
@@ -26,13 +28,32 @@ def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool =
     without an empty tensor. The result lists it under ``assumptions``.
     ``base_dir`` is the folder of a model's external data (default: the model file's folder when
     a path is given). Weights are never loaded; a small external int tensor is read from there.
-    Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
+    Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model,
+    :class:`shapeinfer.InputShapeError` for input shapes that are malformed, name no input or
+    contradict the model, TypeError for ``input_shapes`` that is not a mapping of lists."""
     if base_dir is None and isinstance(model, (str, os.PathLike)):
         base_dir = os.path.dirname(os.path.abspath(os.fspath(model)))
     m = as_model(model)
+    input_shapes = check_input_shapes(m, input_shapes)
     engine = Engine(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
-    engine.run()
+    try:
+        engine.run()
+    except ShapeInferenceError as e:
+        if input_shapes:
+            contradiction(m, input_shapes, e, assume_nonempty, base_dir)
+        raise
     return InferenceResult(m, engine)
+
+
+def contradiction(m, input_shapes: dict, error: ShapeInferenceError, assume_nonempty: bool, base_dir) -> None:
+    """Raise InputShapeError when inference failed with the input shapes given but succeeds
+    without them: the shapes contradict the model, which is otherwise valid."""
+    try:
+        Engine(m, assume_nonempty=assume_nonempty, base_dir=base_dir).run()
+    except ShapeInferenceError:
+        return  # the model is invalid as it is
+    given = "; ".join(f"{k}=[{','.join(map(str, v))}]" for k, v in input_shapes.items())
+    raise InputShapeError(f"the input shapes given ({given}) contradict the model: {error}") from error
 
 
 def infer_shapes(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,

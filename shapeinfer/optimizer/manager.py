@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from onnx import AttributeProto, ModelProto, helper
 
+from ..infer.overrides import check_input_shapes
 from ..infer.run import infer
 from ..modelio.load import load_model
 from ..graph.structure import validate_structure
@@ -79,19 +80,33 @@ def model_stats(model: ModelProto) -> dict:
         if n.op_type in ("Reshape", "Expand") and len(n.input) > 1 and n.input[1] not in init and n.input[1] not in consts
     )
     stats["bytes"] = model.ByteSize()
+    stats["ops"] = {f"{domain}.{op}" if domain else op: c for (domain, op), c in sorted(
+        Counter((n.domain if n.domain not in ("", "ai.onnx") else "", n.op_type) for n in model.graph.node).items(),
+        key=lambda kv: (-kv[1], kv[0]))}
     return stats
 
 
 def _copy_model_meta(src: ModelProto, graph_model: ModelProto) -> ModelProto:
-    """The exported graph inside a copy of the source model (opsets, metadata, functions...).
+    """The exported model given the source model's fields but its graph (opsets, metadata,
+    functions...): those are copied into ``graph_model``, which is returned -- the source's
+    graph, weights included, is never copied.
 
     Graph inputs and outputs keep their declared types (onnx-graphsurgeon writes an unknown
     shape as rank 0), and value_info is dropped: it described the graph before the rewrites."""
-    out = ModelProto()
-    out.CopyFrom(src)
-    out.graph.CopyFrom(graph_model.graph)
-    del out.opset_import[:]
-    out.opset_import.extend(src.opset_import)
+    out = graph_model
+    for fd in list(out.DESCRIPTOR.fields):
+        if fd.name != "graph":
+            out.ClearField(fd.name)
+    for fd, value in src.ListFields():
+        if fd.name == "graph":
+            continue
+        repeated = fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED
+        if repeated:
+            getattr(out, fd.name).extend(value)
+        elif fd.message_type is not None:
+            getattr(out, fd.name).CopyFrom(value)
+        else:
+            setattr(out, fd.name, value)
     declared = {vi.name: vi for vi in list(src.graph.input) + list(src.graph.output)}
     for vi in list(out.graph.input) + list(out.graph.output):
         if vi.name in declared:
@@ -123,23 +138,44 @@ def select_passes(passes=None, skip=(), fuse_gemm: bool = False) -> list:
     return [n for n in names if n not in set(skip)]
 
 
-def optimize(model, *, passes=None, skip=(), fold_budget: int = DEFAULT_BUDGET_BYTES,
-             assume_nonempty: bool = False, ignore_signed_zero: bool = False, fold_float_math: bool = False,
-             fuse_gemm: bool = False, max_rounds: int = 8,
-             progress: Optional[Callable[[str], None]] = None, report: Optional[OptimizeReport] = None) -> ModelProto:
+def _names(value, what: str) -> Optional[list]:
+    """Pass names given as a list/tuple of names or one comma-separated string."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if not all(isinstance(v, str) for v in value):
+        raise TypeError(f"{what}: pass names (str) or one comma-separated string; got {value!r}")
+    return list(value)
+
+
+def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None, write_shapes: bool = True,
+             fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False,
+             ignore_signed_zero: bool = False, fold_float_math: bool = False, fuse_gemm: bool = False,
+             max_rounds: int = 8, progress: Optional[Callable[[str], None]] = None,
+             report: Optional[OptimizeReport] = None) -> ModelProto:
     """The optimised model (a new ModelProto; the one given is not changed).
 
     ``passes`` selects passes by name (default: all, in DEFAULT_PASSES order), ``skip`` removes
-    some; ``fold_budget`` bounds how large a folded constant may grow beyond its inputs;
-    ``report`` (an OptimizeReport) receives the before/after counts and what each pass did.
-    Every default rewrite is bit-exact. Two opt-ins are not, and are reported as assumptions:
-    ``fold_float_math`` folds float math whose last bits may differ between NumPy and a runtime
-    (transcendental functions, reductions, MatMul), ``fuse_gemm`` runs the ``fuse-gemm`` pass
-    (MatMul + Add as Gemm adds the bias in another order)."""
-    selected = [REGISTRY[name]() for name in select_passes(passes, skip, fuse_gemm)]
+    some (each a list of names or a comma-separated string); ``input_shapes`` fixes inputs'
+    shapes as ``infer`` takes them ({"x": [1, 16]}: what becomes static is folded, the inputs
+    are written with these shapes); ``write_shapes`` writes every inferred shape into the
+    result (value_info and graph outputs); ``fold_budget`` bounds how large a folded constant
+    may grow beyond its inputs; ``report`` (an OptimizeReport) receives the before/after counts
+    and what each pass did. Every default rewrite is bit-exact. Two opt-ins are not, and are
+    reported as assumptions: ``fold_float_math`` folds float math whose last bits may differ
+    between NumPy and a runtime (transcendental functions, reductions, MatMul), ``fuse_gemm``
+    runs the ``fuse-gemm`` pass (MatMul + Add as Gemm adds the bias in another order).
+
+    Raises ShapeInferenceError (an invalid model), InputShapeError (input shapes malformed or
+    contradicting the model), UnknownPassError (a ValueError: a pass name that is none),
+    ModelLoadError (an unreadable path), TypeError (an argument of the wrong type)."""
+    selected = [REGISTRY[name]() for name in select_passes(_names(passes, "passes"), _names(skip, "skip") or (),
+                                                             fuse_gemm)]
     manager = PassManager(selected, fold_budget=fold_budget, assume_nonempty=assume_nonempty,
                           ignore_signed_zero=ignore_signed_zero, fold_float_math=fold_float_math,
-                          max_rounds=max_rounds, progress=progress)
+                          max_rounds=max_rounds, progress=progress, input_shapes=input_shapes,
+                          write_shapes=write_shapes)
     return manager.run(model, report)
 
 
@@ -154,14 +190,30 @@ class PassManager:
 
     def __init__(self, passes, *, fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False,
                  ignore_signed_zero: bool = False, fold_float_math: bool = False, max_rounds: int = 8,
-                 progress: Optional[Callable[[str], None]] = None):
+                 progress: Optional[Callable[[str], None]] = None, input_shapes: Optional[dict] = None,
+                 write_shapes: bool = False):
         self.passes = list(passes)
+        self.input_shapes = input_shapes
+        self.write_shapes = write_shapes
         self.fold_budget = fold_budget
         self.assume_nonempty = assume_nonempty
         self.ignore_signed_zero = ignore_signed_zero
         self.fold_float_math = fold_float_math
         self.max_rounds = max_rounds
         self.progress = progress
+
+    def _write_shapes(self, current: ModelProto, facts, fixed: dict) -> None:
+        """The inputs fixed by the caller, then every inferred shape written into the optimised
+        model -- inferred anew on it (its constants and rewrites included), which also checks it
+        (``write_shapes=False`` with input shapes: the inputs and graph outputs only)."""
+        from ..infer.annotate import annotate
+
+        self._say("writing the shapes")
+        _fixed_inputs(current.graph, facts, fixed)
+        result = infer(current, assume_nonempty=self.assume_nonempty)
+        annotate(current, result, in_place=True)
+        if not self.write_shapes:
+            current.graph.ClearField("value_info")
 
     def _say(self, message: str) -> None:
         if self.progress:
@@ -197,7 +249,8 @@ class PassManager:
         # stays in the graph (folding keeps values, bypasses read an equal tensor), and the
         # constants they add carry their own shapes.
         self._say("inferring shapes")
-        facts = infer(src, assume_nonempty=self.assume_nonempty)
+        fixed = check_input_shapes(src, self.input_shapes)
+        facts = infer(src, input_shapes=fixed, assume_nonempty=self.assume_nonempty)
         report.assumptions.extend(d.message for d in facts.diagnostics if d.kind == "future-opset")
         ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
                           fold_budget=self.fold_budget, graph_outputs={t.name for t in graph.outputs},
@@ -219,6 +272,11 @@ class PassManager:
             current.ir_version = 4
             report.changes.setdefault("export", []).append(
                 f"IR version {src.ir_version} -> 4: folded constants are initializers, which IR 3 would list as inputs")
+        if fixed:
+            report.assumptions.append("inputs fixed: " + "; ".join(
+                f"{k}=[{','.join(map(str, v))}]" for k, v in fixed.items()))
+        if self.write_shapes or fixed:
+            self._write_shapes(current, facts, fixed)
         if self.assume_nonempty:
             report.assumptions.append("no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)")
         if self.ignore_signed_zero:
@@ -282,6 +340,18 @@ class PassManager:
 
 _LIST_TYPES = frozenset({AttributeProto.INTS, AttributeProto.FLOATS, AttributeProto.STRINGS, AttributeProto.TENSORS,
                          AttributeProto.GRAPHS, AttributeProto.SPARSE_TENSORS, AttributeProto.TYPE_PROTOS})
+
+
+def _fixed_inputs(graph, facts, fixed: dict) -> None:
+    """Write the input shapes the caller fixed into the graph's inputs."""
+    from ..infer.protos import fill_shape_proto
+
+    for vi in graph.input:
+        fact = facts.fact(vi.name) if vi.name in fixed else None
+        if fact is not None and fact.shape is not None:
+            vi.type.tensor_type.ClearField("shape")
+            vi.type.tensor_type.shape.SetInParent()
+            fill_shape_proto(vi.type.tensor_type.shape, fact.shape)
 
 
 def _node_pairs(gs, proto_graph, gs_graph):

@@ -21,6 +21,7 @@ binding skipped) -- never a pass, never a difference.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -53,6 +54,7 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 class VerifyReport:
     runs: list = field(default_factory=list)  # (binding, "ok" | "skipped: why" | "DIFFERENT: what")
     engine: str = "onnxruntime"
+    fallback: str = ""  # why onnxruntime was not used (it could not load the original), when it was not
     exact: bool = True
     signed_zeros: bool = True
 
@@ -81,7 +83,8 @@ class VerifyReport:
         return "bit-exact" if self.signed_zeros else "bit-exact but for the sign of zero"
 
     def as_dict(self) -> dict:
-        return {"outcome": self.outcome, "engine": self.engine, "comparison": self.comparison,
+        return {"outcome": self.outcome, "engine": self.engine, "fallback": self.fallback or None,
+                "comparison": self.comparison,
                 "runs": [{"binding": b, "result": r} for b, r in self.runs]}
 
 
@@ -188,8 +191,14 @@ def _reference(model, base_dir):
     return lambda feeds: ref.run(None, feeds)
 
 
+# onnxruntime's messages start with its status and the C++ function that failed:
+# "[ONNXRuntimeError] : 1 : FAIL : /src/.../model.cc:256 onnxruntime::Model::Model(...) Unsupported ..."
+_ORT_PREFIX = re.compile(r"^(\[ONNXRuntimeError\] : \d+ : \w+ : )?(\S+\.(cc|cpp|h):\d+ [^\s(]+\([^)]*\)\s*)?")
+
+
 def _first_line(e: Exception, limit: int = 160) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0][:limit]
+    line = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return (_ORT_PREFIX.sub("", line) or line)[:limit]
 
 
 def _canonical(a: np.ndarray, signed_zeros: bool = True) -> np.ndarray:
@@ -278,6 +287,8 @@ def verify(original, optimized, bindings=None, seed: int = 0, exact: bool = True
             return report
     except Exception as e_ort:
         report.engine = "onnx.reference"
+        report.fallback = ("asked for" if reference else
+                           f"onnxruntime could not load the original model: {_first_line(e_ort, 200)}")
         try:
             run1 = _reference(original, base_dir)
         except Exception as e:

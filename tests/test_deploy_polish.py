@@ -1,0 +1,243 @@
+"""What engineers coming from onnxsim / onnxslim / polygraphy expect: `optimize --input-shape`,
+shapes written into the optimised model (checked against onnxruntime's real shapes), the
+before/after report, and a command line that forgives typos and says what is wrong."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import parser
+
+import shapeinfer
+from shapeinfer.optimizer.manager import OptimizeReport
+from shapeinfer.symbolic import ParseError, evaluate, free_symbols, parse
+from shapeinfer_cli.main import cli, main
+from tests import corpus
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "..", "fixtures", "tiny_bert.onnx")
+
+
+# ------------------------------------------------------------------ shapes in the optimised model
+
+
+def _written_shapes(model):
+    """{name: [int | dim text | None]} of value_info and graph outputs."""
+    out = {}
+    for vi in list(model.graph.value_info) + list(model.graph.output):
+        tt = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
+            out[vi.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim]
+    return out
+
+
+def _check_written_against_runs(model, runs, input_names):
+    """Run ``model`` with every written tensor exposed at each binding; every written dim must
+    be the real size (a dim_param in the input dims evaluated at the binding; another name is
+    opaque, and must at least be one size within a run). Returns how many dims were compared."""
+    written = _written_shapes(model)
+    names = [n for n in written if n not in input_names]
+    sess = corpus._session(model, names)
+    compared = 0
+    for feeds, binding in runs:
+        values = sess.run(names, feeds)
+        opaque: dict = {}
+        for name, arr in zip(names, values):
+            dims = written[name]
+            assert len(dims) == arr.ndim, (name, dims, arr.shape, binding)
+            for d, size in zip(dims, arr.shape):
+                if d is None:
+                    continue
+                if isinstance(d, int):
+                    assert d == size, (name, dims, arr.shape, binding)
+                    compared += 1
+                    continue
+                try:
+                    expr = parse(d)
+                except ParseError:
+                    expr = None
+                if expr is not None and free_symbols(expr) <= set(binding):
+                    assert evaluate(expr, binding) == size, (name, dims, arr.shape, binding)
+                    compared += 1
+                else:  # an opaque name: one size per run
+                    assert opaque.setdefault(d, size) == size, (name, d, opaque[d], size, binding)
+    return compared
+
+
+CORPUS_ENTRIES = [e for e in corpus.entries() if e["model"] in ("gpt2", "llama", "bert", "qwen2_kv", "cnn")][:8]
+
+
+@pytest.mark.parametrize("entry", CORPUS_ENTRIES, ids=lambda e: e["file"])
+def test_optimised_model_carries_every_shape_and_each_is_the_real_one(entry):
+    pytest.importorskip("onnxruntime")
+    model = onnx.load(os.path.join(entry["dir"], entry["file"]))
+    out = shapeinfer.optimize(model)
+    produced = {o for n in out.graph.node for o in n.output if o}
+    graph_outputs = {o.name for o in out.graph.output}
+    described = {vi.name for vi in out.graph.value_info}
+    assert produced - graph_outputs <= described, sorted(produced - graph_outputs - described)[:5]
+    runs = corpus._bindings(entry, model)
+    inputs = {i.name for i in out.graph.input}
+    assert _check_written_against_runs(out, runs, inputs) > 0
+
+
+def test_no_shapes_leaves_value_info_out():
+    out = shapeinfer.optimize(onnx.load(FIXTURE), write_shapes=False)
+    assert len(out.graph.value_info) == 0
+
+
+# ------------------------------------------------------------------ optimize --input-shape
+
+ATTENTION = """<ir_version: 9, opset_import: ["" : 18]>
+g (float[B,T,16] x) => (float[B,T,16] y) <int64[1] heads = {4}, int64[1] hd = {4}> {
+  s = Shape(x)
+  b = Shape<start = 0, end = 1>(x)
+  t = Shape<start = 1, end = 2>(x)
+  shp = Concat<axis = 0>(b, t, heads, hd)
+  r = Reshape(x, shp)
+  tr = Transpose<perm = [0, 2, 1, 3]>(r)
+  back = Transpose<perm = [0, 2, 1, 3]>(tr)
+  y = Reshape(back, s)
+}"""
+
+
+def test_input_shape_fixes_inputs_and_folds_what_becomes_static(tmp_path):
+    pytest.importorskip("onnxruntime")
+    path = tmp_path / "attn.onnx"
+    onnx.save(parser.parse_model(ATTENTION), path)
+    out = tmp_path / "fixed.onnx"
+    r = CliRunner().invoke(cli, ["optimize", str(path), "-o", str(out), "--input-shape", "x=2,5,16", "--verify"])
+    assert r.exit_code == 0, r.output
+    assert "inputs fixed: x=[2,5,16]" in r.output
+    assert "outputs identical" in r.output
+    m = onnx.load(out)
+    assert [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim] == [2, 5, 16]
+    assert [d.dim_value for d in m.graph.output[0].type.tensor_type.shape.dim] == [2, 5, 16]
+    ops = [n.op_type for n in m.graph.node]
+    assert "Shape" not in ops and "Concat" not in ops  # every shape is a constant now
+    # The same model without --input-shape keeps B and T symbolic.
+    r = CliRunner().invoke(cli, ["optimize", str(path), "-o", str(tmp_path / "sym.onnx")])
+    assert r.exit_code == 0, r.output
+    m = onnx.load(tmp_path / "sym.onnx")
+    assert m.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "B"
+
+
+def test_input_shape_with_a_symbol_verifies_at_its_bindings(tmp_path):
+    pytest.importorskip("onnxruntime")
+    path = tmp_path / "attn.onnx"
+    onnx.save(parser.parse_model(ATTENTION), path)
+    out = tmp_path / "fixed.onnx"
+    code = main(["optimize", str(path), "-o", str(out), "--input-shape", "x=1,T,16", "--verify", "--bind", "T=0,1,7"])
+    assert code == 0
+    m = onnx.load(out)
+    assert [d.dim_value or d.dim_param for d in m.graph.input[0].type.tensor_type.shape.dim] == [1, "T", 16]
+
+
+def test_api_input_shapes_and_pass_names():
+    model = onnx.load(FIXTURE)
+    with pytest.raises(TypeError, match="list of dims"):
+        shapeinfer.optimize(model, input_shapes={"input_ids": "1,seq"})
+    with pytest.raises(TypeError, match="must map"):
+        shapeinfer.infer(model, input_shapes=[("input_ids", [1, 2])])
+    with pytest.raises(shapeinfer.InputShapeError, match="no input named"):
+        shapeinfer.optimize(model, input_shapes={"nope": [1, 2]})
+    with pytest.raises(shapeinfer.InputShapeError, match="can be negative"):
+        shapeinfer.infer(model, input_shapes={"input_ids": [1, "a-b"]})
+    with pytest.raises(shapeinfer.InputShapeError, match="has rank 2"):
+        shapeinfer.infer(model, input_shapes={"input_ids": [1, 2, 3]})
+    with pytest.raises(shapeinfer.InputShapeError, match="contradict the model"):
+        shapeinfer.infer(model, input_shapes={"input_ids": [1, 4], "attention_mask": [1, 5]})
+    report = OptimizeReport()
+    shapeinfer.optimize(model, passes="fold-constants, dedupe", report=report)
+    assert set(report.changes) == {"fold-constants", "dedupe"}
+    with pytest.raises(ValueError, match="unknown pass 'dedup'"):
+        shapeinfer.optimize(model, passes="dedup")
+
+
+def test_report_lists_every_op_and_the_size(tmp_path):
+    r = CliRunner().invoke(cli, ["optimize", FIXTURE, "-o", str(tmp_path / "o.onnx")])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    model = onnx.load(FIXTURE)
+    for op in {n.op_type for n in model.graph.node}:
+        assert any(line.split()[:1] == [op] for line in lines), op
+    size = next(line for line in lines if line.strip().startswith("size"))
+    assert "KiB" in size
+    assert "0 changes" not in r.output  # passes that did nothing are not listed
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_python_m_shapeinfer_runs_the_cli():
+    proc = subprocess.run([sys.executable, "-m", "shapeinfer", FIXTURE], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "summary:" in proc.stdout
+
+
+def test_bare_command_prints_usage_without_error(capsys):
+    assert main([]) == 0
+    captured = capsys.readouterr()
+    assert "Usage:" in captured.out and "error" not in captured.err
+
+
+@pytest.mark.parametrize("word, meant", [("optimise", "optimize"), ("chek", "check"), ("infre", "infer")])
+def test_misspelt_command_gets_a_suggestion(capsys, word, meant):
+    assert main([word, "model.onnx"]) == 2
+    assert f"did you mean `{meant}`?" in capsys.readouterr().err
+
+
+def test_a_model_named_like_a_command_is_still_a_model(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with open(FIXTURE, "rb") as src, open("optimise", "wb") as dst:
+        dst.write(src.read())
+    assert main(["optimise"]) == 0  # an existing file: inferred, not corrected
+
+
+@pytest.mark.parametrize("command", [[], ["optimize"]])
+def test_output_in_a_missing_folder_names_that_path(capsys, command):
+    assert main(command + [FIXTURE, "-o", "/missing/dir/x.onnx"]) == 2
+    err = capsys.readouterr().err
+    assert "/missing/dir" in err and ".tmp" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--input-shape", "input_ids=1,a-b"], "can be negative"),
+    (["--input-shape", "input_ids=1,4", "--input-shape", "input_ids=1,5"], "given twice"),
+    (["--input-shape", "input_ids=1,4", "--input-shape", "attention_mask=1,5"], "contradict the model"),
+    (["--input-shape", "input_ids=1,2,3"], "has rank 2"),
+    (["--input-shape", "nope=1"], "no input named"),
+])
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+def test_bad_input_shapes_are_usage_errors(tmp_path, capsys, command, args, message):
+    out = tmp_path / "o.onnx"
+    argv = [command, FIXTURE] + (["-o", str(out)] if command == "optimize" else []) + args
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "invalid model" not in err
+    assert not out.exists()
+
+
+def test_verify_says_when_it_fell_back_to_the_reference_evaluator(tmp_path):
+    model = parser.parse_model("""<ir_version: 9, opset_import: ["" : 18]>
+        g (float[N] x) => (float[N] y) { a = Identity(x)  y = Relu(a) }""")
+    model.ir_version = 99  # newer than onnxruntime reads
+    path = tmp_path / "new_ir.onnx"
+    onnx.save(model, path)
+    r = CliRunner().invoke(cli, ["optimize", str(path), "-o", str(tmp_path / "o.onnx"), "--verify"])
+    assert "verify (onnx.reference)" in r.output, r.output
+    assert "onnxruntime could not load the original model" in r.output
+    assert "IR version" in r.output or "ir_version" in r.output.lower()
+
+
+def test_py_typed_marker_ships():
+    assert os.path.exists(os.path.join(os.path.dirname(shapeinfer.__file__), "py.typed"))
+
+
+def test_optimize_report_is_at_the_top_level():
+    assert shapeinfer.OptimizeReport is OptimizeReport
+    assert np.all([callable(shapeinfer.optimize), callable(shapeinfer.check)])
