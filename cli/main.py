@@ -148,9 +148,18 @@ def _echo_report(text: str, dest) -> None:
     is_flag=True,
     help="Assume no tensor is empty (every dim of every tensor is at least 1); reported in the output.",
 )
+@click.option("--op", "ops", multiple=True, metavar="OP",
+              help="List the nodes of this op type (repeatable; default Expand, Reshape and Tile).")
+@click.option("--node", "node_glob", metavar="GLOB", help="List only the nodes whose name matches, e.g. '*attn*'.")
+@click.option("--wide", is_flag=True, help="Do not cut the tables to the terminal's width.")
 @_external_data_options
-def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_nonempty, external_data, size_threshold):
-    """Infer and print the shapes of MODEL."""
+def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_nonempty, ops, node_glob, wide,
+              external_data, size_threshold):
+    """Infer and print the shapes of MODEL.
+
+    The tables fit the terminal (COLUMNS, or the terminal's width; --wide keeps every cell
+    whole); nodes with the same shapes (one per layer) are one row, counted (x12). Colour only
+    on a terminal, never with NO_COLOR set."""
     import shapeinfer
     from shapeinfer.graph.structure import validate_structure
     from shapeinfer.modelio.writer import check_model_destination, write_model
@@ -180,12 +189,37 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
             data["written"] = written.as_dict()
         _echo_report(json.dumps(data, indent=2), dest)
     else:
-        text = render_table(result, model_path, all_tensors=all_tensors)
+        text = render_table(result, model_path, all_tensors=all_tensors, ops=ops, node_glob=node_glob,
+                            width=None if wide else terminal_width(), color=use_color())
         if written is not None:
             text += f"\nannotated model written to {output}"
             if written.describe():
                 text += f"\n{written.describe()}"
         _echo_report(text, dest)
+
+
+def terminal_width():
+    """The width the tables fit: COLUMNS when set, else the terminal's; None when the output is
+    no terminal (a file or a pipe gets whole lines)."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        if sys.stdout.isatty():
+            return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
+
+
+def use_color() -> bool:
+    """Colour on a terminal only, and never with NO_COLOR set (https://no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return sys.stdout.isatty()
+    except (ValueError, AttributeError):
+        return False
 
 
 def _names(value):
@@ -331,7 +365,9 @@ def _with_fixed_inputs(model, overrides: dict, optimized=None):
 def _optimize_json(report, verdict, written) -> str:
     """The JSON report of ``optimize``: the passes' report, the verdict of --verify (when it
     ran) and what was written (null when nothing was)."""
-    data = report.as_dict()
+    from shapeinfer.infer.result import JSON_SCHEMA_VERSION
+
+    data = {"schema_version": JSON_SCHEMA_VERSION, **report.as_dict()}
     if verdict is not None:
         data["verify"] = verdict.as_dict()
     data["written"] = written.as_dict() if written is not None else None

@@ -30,19 +30,88 @@ def _shown(result, name, cases: set = None) -> str:
     return "[" + ",".join(parts) + "]"
 
 
-def _table(rows, headers) -> list:
+def _table(rows, headers, width=None, first=None) -> list:
+    """Rows aligned in columns; with ``width``, columns are cut (cells end in "…") until a line
+    fits it: column ``first`` (node names) down to NAME_COLUMN first, then the widest."""
     widths = [max(len(str(r[i])) for r in rows + [headers]) for i in range(len(headers))]
-    lines = ["  " + "  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    if width:
+        floors = [len(str(h)) for h in headers]
+        if first is not None:
+            over = 2 + sum(widths) + 2 * (len(widths) - 1) - width
+            widths[first] -= max(0, min(over, widths[first] - max(NAME_COLUMN, floors[first])))
+        widths = _fit(widths, floors, width)
+    lines = ["  " + "  ".join(_cell(h, w) for h, w in zip(headers, widths)).rstrip()]
     for r in rows:
-        lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+        lines.append("  " + "  ".join(_cell(c, w) for c, w in zip(r, widths)).rstrip())
     return lines
 
 
-def render_table(result, model_path: str, all_tensors: bool = False) -> str:
+MIN_COLUMN = 8  # a column is never cut below this many characters (or its header)
+NAME_COLUMN = 20  # node names are cut to this first: the shapes are what the table is for
+
+
+def _fit(widths: list, floors: list, width: int) -> list:
+    """Column widths whose line (two leading spaces, two between columns) fits ``width``:
+    the widest column loses a character at a time, none below MIN_COLUMN or its header."""
+    widths = list(widths)
+    over = 2 + sum(widths) + 2 * (len(widths) - 1) - width
+    while over > 0:
+        k = max(range(len(widths)), key=lambda i: widths[i])
+        if widths[k] <= max(MIN_COLUMN, floors[k]):
+            break  # as narrow as it goes: the line stays longer
+        widths[k] -= 1
+        over -= 1
+    return widths
+
+
+def _cell(value, w: int) -> str:
+    text = str(value)
+    return text.ljust(w) if len(text) <= w else text[:w - 1] + "…"
+
+
+def _value(result, name) -> str:
+    """A shape input as the table shows it: its value ([0,0,12,64]) or ? when not known."""
+    value = result.value_strs(name)
+    return "?" if value is None else "[" + ",".join(map(str, value)) + "]"
+
+
+def _node_rows(result, nodes, shape) -> list:
+    """(node, op, inputs, output shape, count) rows: a Reshape/Expand/Tile shows its data
+    input's shape and its target's value; identical rows (a block repeated in every layer)
+    are one row, counted."""
+    rows: dict = {}
+    for n in nodes:
+        if n.op_type in ("Reshape", "Expand", "Tile") and len(n.input) > 1:
+            ins = f"{shape(result, n.input[0])} -> {_value(result, n.input[1])}"
+        elif n.op_type == "Reshape" and n.input:  # Reshape-1: the shape is an attribute
+            ins = shape(result, n.input[0])
+        else:
+            ins = ", ".join(shape(result, i) if i else "-" for i in n.input)
+        outs = ", ".join(shape(result, o) for o in n.output if o) or "-"
+        key = (n.op_type, ins, outs)
+        if key in rows:
+            rows[key][4] += 1
+        else:
+            rows[key] = [n.name or "<unnamed>", n.op_type, ins, outs, 1]
+    return [(name, f"x{count}" if count > 1 else "", op, ins, outs) for name, op, ins, outs, count in rows.values()]
+
+
+def render_table(result, model_path: str, all_tensors: bool = False, ops=None, node_glob=None,
+                 width=None, color: bool = False) -> str:
+    """The inputs, outputs and the nodes of ``ops`` (default Expand/Reshape/Tile) whose name
+    matches ``node_glob``, each node row once with how many nodes share it; ``width`` cuts the
+    tables to fit; ``color`` styles the headings (a terminal that wants it)."""
+    import fnmatch
+
+    import click
+
     cases: set = set()
 
     def _shape(result, name):
         return _shown(result, name, cases)
+
+    def heading(text):
+        return click.style(text, bold=True) if color else text
 
     g = result.model.graph
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in result.model.opset_import)
@@ -50,26 +119,30 @@ def render_table(result, model_path: str, all_tensors: bool = False) -> str:
     init = {t.name for t in g.initializer}
     inputs = [(i.name, _dtype(result, i.name), _shape(result, i.name)) for i in g.input if i.name not in init]
     outputs = [(o.name, _dtype(result, o.name), _shape(result, o.name)) for o in g.output]
-    out.append("inputs")
-    out.extend(_table(inputs, ("name", "dtype", "shape")) if inputs else ["  (none)"])
-    out.append("outputs")
-    out.extend(_table(outputs, ("name", "dtype", "shape")) if outputs else ["  (none)"])
+    out.append(heading("inputs"))
+    out.extend(_table(inputs, ("name", "dtype", "shape"), width) if inputs else ["  (none)"])
+    out.append(heading("outputs"))
+    out.extend(_table(outputs, ("name", "dtype", "shape"), width) if outputs else ["  (none)"])
     out.append("")
-    nodes = result.reshape_like_nodes()
-    out.append("Expand / Reshape / Tile")
+    wanted = set(ops) if ops else {"Expand", "Reshape", "Tile"}
+    nodes = [n for n in g.node if n.op_type in wanted and (node_glob is None or fnmatch.fnmatchcase(n.name, node_glob))]
+    title = " / ".join(sorted(wanted)) + (f" (nodes {node_glob})" if node_glob else "")
+    out.append(heading(title))
     if nodes:
-        rows = []
-        for n in nodes:
-            ins = ", ".join(_shape(result, i) if i else "-" for i in n.input)
-            rows.append((n.name or "<unnamed>", n.op_type, ins, _shape(result, n.output[0])))
-        out.extend(_table(rows, ("node", "op", "input shapes", "output shape")))
+        rows = _node_rows(result, nodes, _shape)
+        headers = ("node", "", "op", "input -> target" if wanted <= {"Expand", "Reshape", "Tile"} else "inputs",
+                   "output shape")
+        out.extend(_table(rows, headers, width, first=0))
+        grouped = len(nodes) - len(rows)
+        if grouped:
+            out.append(f"  ({len(nodes)} nodes; xN: N nodes with the same shapes, the first one named)")
     else:
-        out.append("  (none in this model)")
+        out.append("  (none in this model)" if node_glob is None else "  (no such node)")
     if all_tensors:
         out.append("")
-        out.append("all tensors")
+        out.append(heading("all tensors"))
         rows = [(name, _dtype(result, name), _shape(result, name), result.classify(name)) for name in result.tensor_names()]
-        out.extend(_table(rows, ("tensor", "dtype", "shape", "kind")) if rows else ["  (none)"])
+        out.extend(_table(rows, ("tensor", "dtype", "shape", "kind"), width, first=0) if rows else ["  (none)"])
     if cases:
         out.append("")
         out.append(f"^: another value where {' or '.join(sorted(c + ' = 0' for c in cases))} (a Reshape entry that "
@@ -77,10 +150,13 @@ def render_table(result, model_path: str, all_tensors: bool = False) -> str:
     s = result.summary()
     total = s["static"] + s["symbolic"] + s["unknown"]
     out.append("")
+    unknown = f"{s['unknown']} unknown"
+    if color and s["unknown"]:
+        unknown = click.style(unknown, fg="yellow")
     out.append(
-        f"summary: {total} tensors: {s['static']} static, {s['symbolic']} symbolic, {s['unknown']} unknown; "
+        f"summary: {total} tensors: {s['static']} static, {s['symbolic']} symbolic, {unknown}; "
         f"symbols: {', '.join(s['symbols']) or 'none'}"
-        + (f"; minted for unknown dims: {', '.join(s['minted_symbols'])}" if s["minted_symbols"] else "")
+        + (f"; {len(s['minted_symbols'])} minted for unknown dims (--json lists them)" if s["minted_symbols"] else "")
     )
     notes = [d for d in result.declared_dims() if d["kind"] != "same"]
     for d in notes:
@@ -91,6 +167,11 @@ def render_table(result, model_path: str, all_tensors: bool = False) -> str:
     for d in result.diagnostics:
         if d.kind != "condition":  # unconfirmed conditions: `shapeinfer check` tests them
             out.append(str(d))
+    if width:  # prose lines wrap at the width (the tables are cut to it above)
+        import textwrap
+
+        out = [w for line in out for w in (textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False)
+                                           if len(click.unstyle(line)) > width else [line])]
     return "\n".join(out)
 
 

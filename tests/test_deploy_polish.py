@@ -241,3 +241,128 @@ def test_py_typed_marker_ships():
 def test_optimize_report_is_at_the_top_level():
     assert shapeinfer.OptimizeReport is OptimizeReport
     assert np.all([callable(shapeinfer.optimize), callable(shapeinfer.check)])
+
+
+# ------------------------------------------------------------------ the terminal
+
+T5 = os.path.join(HERE, "..", "fixtures", "corpus", "t5_classic.onnx")
+SWIN = os.path.join(HERE, "..", "fixtures", "corpus", "swin_classic.onnx")
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+@pytest.mark.parametrize("path", [T5, SWIN])
+def test_the_table_fits_the_terminal_and_wide_keeps_it_whole(path, columns):
+    r = CliRunner().invoke(cli, [path], env={"COLUMNS": str(columns)})
+    assert r.exit_code == 0, r.output
+    assert max(len(line) for line in r.output.splitlines()) <= columns
+    assert "…" in r.output  # something had to be cut
+    wide = CliRunner().invoke(cli, [path, "--wide"], env={"COLUMNS": str(columns)})
+    assert "…" not in wide.output and max(len(line) for line in wide.output.splitlines()) > columns
+
+
+def test_a_pipe_gets_whole_lines_and_no_colour():
+    r = CliRunner().invoke(cli, [T5], env={"COLUMNS": ""})
+    assert "…" not in r.output and "\x1b[" not in r.output
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
+    from shapeinfer_cli import main as cli_main
+
+    monkeypatch.setattr(cli_main.sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert cli_main.use_color()
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not cli_main.use_color()
+
+
+def test_rows_of_a_repeated_block_are_one_counted_row():
+    r = CliRunner().invoke(cli, [T5, "--wide"])
+    model = onnx.load(T5)
+    reshapes = [n for n in model.graph.node if n.op_type in ("Reshape", "Expand", "Tile")]
+    rows = [line for line in r.output.split("Expand / Reshape / Tile")[1].splitlines()[2:] if line.startswith("  /")
+            or line.startswith("  R")]
+    counted = sum(int(w[1:]) for line in rows for w in line.split() if w.startswith("x") and w[1:].isdigit())
+    uncounted = sum(1 for line in rows if not any(w.startswith("x") and w[1:].isdigit() for w in line.split()))
+    assert counted + uncounted == len(reshapes) and len(rows) < len(reshapes)
+
+
+def test_the_target_column_shows_the_shape_value_not_its_size():
+    r = CliRunner().invoke(cli, [FIXTURE, "--wide"])
+    assert "[batch,seq+1,16] -> [batch,seq+1,4,-1]" in r.output, r.output
+    assert "[batch,seq+1,16], [4]" not in r.output
+
+
+def test_op_and_node_filters():
+    r = CliRunner().invoke(cli, [FIXTURE, "--op", "MatMul", "--op", "Softmax", "--wide"])
+    assert r.exit_code == 0
+    section = r.output.split("MatMul / Softmax")[1]
+    assert "MatMul" in section and "Softmax" in section and "Reshape " not in section
+    r = CliRunner().invoke(cli, [FIXTURE, "--node", "/attn/*", "--wide"])
+    section = r.output.split("Expand / Reshape / Tile")[1].split("summary:")[0]
+    assert "/attn/query/Reshape" in section and "/cls/Tile" not in section
+    r = CliRunner().invoke(cli, [FIXTURE, "--node", "nothing*"])
+    assert "(no such node)" in r.output
+
+
+def test_summary_counts_minted_symbols_instead_of_listing_them():
+    model = parser.parse_model("""<ir_version: 9, opset_import: ["" : 18]>
+        g (float[N] x) => (int64[?,?] y) { y = NonZero(x) }""")
+    result = shapeinfer.infer(model)
+    from shapeinfer_cli.render import render_table
+
+    text = render_table(result, "m.onnx")
+    line = next(line for line in text.splitlines() if line.startswith("summary:"))
+    assert "1 minted for unknown dims" in line and "nonzero" not in line
+
+
+def test_json_has_a_schema_version_and_integer_static_dims():
+    import json
+
+    data = json.loads(CliRunner().invoke(cli, [FIXTURE, "--json"]).output)
+    assert data["schema_version"] == 1
+    shapes = [o["shape"] for n in data["nodes"] for o in n["outputs"]]
+    assert all(isinstance(d, (int, str)) for s in shapes for d in s)
+    assert any(isinstance(d, int) for s in shapes for d in s)
+    assert all(not (isinstance(d, str) and d.isdigit()) for s in shapes for d in s)
+    reshape = next(n for n in data["nodes"] if n["name"] == "/attn/query/Reshape")
+    assert reshape["inputs"][1]["value"] == ["batch", "seq+1", 4, -1]
+
+
+def test_check_and_optimize_json_have_the_schema_version(tmp_path):
+    import json
+
+    r = CliRunner().invoke(cli, ["check", FIXTURE, "--format", "json"])
+    assert json.loads(r.output)["schema_version"] == 1
+    r = CliRunner().invoke(cli, ["optimize", FIXTURE, "-o", str(tmp_path / "o.onnx"), "--json"])
+    assert json.loads(r.output)["schema_version"] == 1
+
+
+# ------------------------------------------------------------------ findings
+
+
+def test_findings_say_the_breaking_sizes_first_with_only_the_symbols_that_matter():
+    from shapeinfer.checker import check
+
+    # batch plays no part: the Reshape breaks where S is not a multiple of 4, whatever B is
+    model = parser.parse_model("""<ir_version: 9, opset_import: ["" : 18]>
+        g (float[B,S] x) => (float[A,C,D] y) <int64[3] s = {0, -1, 4}> { y = Reshape(x, s) }""")
+    report = check(model)
+    f = next(f for f in report.findings if f.code == "conditional-shape")
+    head = f.message.split(": ", 1)[0]
+    assert head.startswith("fails for S=") and "B=" not in head, f.message
+    size = int(head.split("=")[1])
+    assert size % 4 != 0 and size < 16  # the smallest size that breaks it, not a random large one
+
+
+def test_a_finding_repeated_on_every_layer_is_one_line_in_text():
+    r = CliRunner().invoke(cli, ["check", os.path.join(HERE, "..", "fixtures", "corpus", "gpt2_classic.onnx")])
+    lines = r.output.splitlines()
+    assert any("the same on" in line for line in lines)
+    messages = [line.split("): ", 1)[-1] for line in lines if "warning:" in line]
+    assert len(messages) == len(set(messages))
+
+
+def test_junit_under_strict_says_warnings_fail_not_error_warning():
+    r = CliRunner().invoke(cli, ["check", os.path.join(HERE, "..", "fixtures", "corpus", "gpt2_classic.onnx"),
+                                 "--strict", "--format", "junit"])
+    assert "which fail under --strict" in r.output and "error(s): warning" not in r.output

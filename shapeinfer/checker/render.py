@@ -7,19 +7,43 @@ from xml.etree import ElementTree as ET
 
 from .findings import ERROR, WARNING, Finding, exit_code
 
+MESSAGE_CHARS = 300  # a finding's text is cut here (--format json has it whole)
+NAMES_SHOWN = 3  # nodes named for a finding repeated on many nodes
+
+
+def _cut(message: str) -> str:
+    if len(message) <= MESSAGE_CHARS:
+        return message
+    return message[:MESSAGE_CHARS - 1] + f"… ({len(message)} characters; --format json has it whole)"
+
+
 def render_text(reports: list) -> str:
+    """One line per finding -- a finding repeated on many nodes (one per layer) once, with how
+    many nodes have it -- then one summary line per model."""
     lines = []
     for r in reports:
+        groups: dict = {}  # (severity, code, op, message) -> its findings, in order
         for f in r.findings:
-            sev = ERROR if (r.strict and f.severity == WARNING) else f.severity
-            lines.append(f"{r.path}: " + Finding(sev, f.code, f.message, f.node, f.op).line())
+            found = groups.setdefault((f.severity, f.code, f.op, f.message), [])
+            if not any(g.node == f.node for g in found):  # (one node may raise one finding twice)
+                found.append(f)
+        for (severity, code, op, message), found in groups.items():
+            sev = ERROR if (r.strict and severity == WARNING) else severity
+            f = found[0]
+            lines.append(f"{r.path}: " + Finding(sev, code, _cut(message), f.node, op).line())
+            if len(found) > 1:
+                names = ", ".join(g.node or "<unnamed>" for g in found[1:1 + NAMES_SHOWN])
+                more = f", ... ({len(found) - 1 - NAMES_SHOWN} more)" if len(found) - 1 > NAMES_SHOWN else ""
+                lines.append(f"{r.path}:   the same on {len(found) - 1} more node(s): {names}{more}")
     for r in reports:  # the report ends with one summary line per model
         lines.append(r.summary())
     return "\n".join(lines) + "\n"
 
 
 def render_json(reports: list) -> str:
-    return json.dumps({"models": [r.as_dict() for r in reports],
+    from ..infer.result import JSON_SCHEMA_VERSION
+
+    return json.dumps({"schema_version": JSON_SCHEMA_VERSION, "models": [r.as_dict() for r in reports],
                        "ok": all(r.ok for r in reports),
                        "exit_code": exit_code(reports)}, indent=2) + "\n"
 
@@ -38,7 +62,10 @@ def render_junit(reports: list) -> str:
             el.text = body
         elif not r.ok:
             first = r.errors[0]
-            el = ET.SubElement(case, "failure", message=f"{len(r.errors)} error(s): {first.line()}", type="shape")
+            proper = sum(1 for f in r.errors if f.severity == ERROR)
+            count = (f"{proper} error(s)" if proper == len(r.errors) else
+                     f"{proper} error(s) and {len(r.errors) - proper} warning(s), which fail under --strict")
+            el = ET.SubElement(case, "failure", message=f"{count}: {first.line()}", type="shape")
             el.text = body
         elif r.findings:
             out = ET.SubElement(case, "system-out")

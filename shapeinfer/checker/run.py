@@ -50,7 +50,7 @@ from ..infer.result import InferenceResult
 from ..modelio.external import check_external_data, external_tensors
 from ..modelio.load import load_model
 from ..symbolic import Bcast, Sym, atoms
-from ..symbolic.search import binding_str, counterexample, holds
+from ..symbolic.search import binding_str, counterexample, holds, relevant
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
 from .render import render_json, render_junit, render_text
 from .shapes import broadcast_condition, declared_shapes, per_node
@@ -113,15 +113,18 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
                    for y in (a, b) for x in atoms(y)):
                 continue
             if d.dims not in searched:
-                searched[d.dims] = counterexample((a, b), holds(kind, a, b), nonempty)
+                test = holds(kind, a, b)
+                found = counterexample((a, b), test, nonempty)
+                searched[d.dims] = None if found is None else relevant((a, b), found, test, nonempty)
             example = searched[d.dims]
             if example is None:
                 continue
+            # the breaking sizes first (only the symbols that matter), then the condition
             if kind == "broadcast":  # a broadcast the algebra resolved to one side
-                report.add(WARNING, "forced-broadcast", f"broadcasting holds only when {broadcast_condition((a, b))}; "
-                           f"it fails for {binding_str(example)}", d.node_name, d.op_type)
+                report.add(WARNING, "forced-broadcast", f"fails for {binding_str(example)}: broadcasting holds only "
+                           f"when {broadcast_condition((a, b))}", d.node_name, d.op_type)
             else:
-                report.add(WARNING, "conditional-shape", f"{d.message}; it fails for {binding_str(example)}",
+                report.add(WARNING, "conditional-shape", f"fails for {binding_str(example)}: {d.message}",
                            d.node_name, d.op_type)
         elif d.kind == "opset-implied":
             continue  # onnx.checker's complaint says it (missing-opset-import)

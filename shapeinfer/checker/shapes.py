@@ -8,7 +8,7 @@ from ..infer.facts import shape_str
 from ..infer.protos import declared_size
 from ..symbolic import (Bcast, Expr, Max, Min, Sym, as_single_atom, atoms, bounds, free_symbols, provably_positive, sub,
                         to_str)
-from ..symbolic.search import binding_str, broadcasts, counterexample, holds
+from ..symbolic.search import binding_str, broadcasts, counterexample, holds, relevant
 from .findings import ERROR, HUGE_ELEMENTS, INT64_MAX, WARNING, CheckReport
 
 def declared_shapes(result, report: CheckReport, engine=None) -> None:
@@ -102,9 +102,12 @@ def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
                         if not result.minted[atom.name].startswith("input "):
                             new_unknown.append(atom.name)
         for atom in new_bcast:
-            if counterexample(atom.args, broadcasts(atom.args), nonempty) is None:
+            test = broadcasts(atom.args)
+            found = counterexample(atom.args, test, nonempty)
+            if found is None:
                 continue
-            report.add(WARNING, "forced-broadcast", f"broadcasting holds only when {broadcast_condition(atom.args)} "
+            report.add(WARNING, "forced-broadcast", f"fails for {binding_str(relevant(atom.args, found, test, nonempty))}: "
+                       f"broadcasting holds only when {broadcast_condition(atom.args)} "
                        f"(inferred as bcast({', '.join(to_str(a) for a in atom.args)}))", node_label(n), n.op_type)
         if new_unknown:
             report.add(WARNING, "unknown-dims", f"output dims no rule could express: {', '.join(new_unknown)}",

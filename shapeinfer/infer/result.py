@@ -5,13 +5,21 @@ from __future__ import annotations
 
 from typing import Optional
 
-from onnx import ModelProto
+import numpy as np
+from onnx import ModelProto, TensorProto
 
-from ..symbolic import Dim, free_symbols, plain, to_str, zero_cases
+from ..symbolic import Dim, Expr, free_symbols, plain, to_str, zero_cases
 from .engine import Engine
 from .facts import Fact, dtype_name
 
 RESHAPE_LIKE = ("Expand", "Reshape", "Tile")
+# The --json layout (README, "JSON output"); raised when a key changes meaning or goes away.
+JSON_SCHEMA_VERSION = 1
+
+
+def _json_dim(d):
+    """A dim for JSON: an int as a JSON integer, an expression as its printed text."""
+    return d if isinstance(d, int) else to_str(d)
 
 
 class InferenceResult:
@@ -35,6 +43,20 @@ class InferenceResult:
         """The dims of tensor ``name`` (ints and Exprs), or None when its rank is unknown."""
         f = self.facts.get(name)
         return None if f is None else f.shape
+
+    def value_strs(self, name: str, limit: int = 16) -> Optional[list]:
+        """The value of a small 1-D integer tensor inference knows (a shape being computed:
+        [0, 0, 12, 64], [batch, seq*4]), each element an int or its printed expression; else None."""
+        f = self.facts.get(name)
+        if f is None or f.value is None or f.shape is None or len(f.shape) != 1:
+            return None
+        if f.dtype not in (TensorProto.INT64, TensorProto.INT32) or f.shape[0] != len(f.value.reshape(-1)):
+            return None
+        elems = f.known_elements()
+        if elems is None or len(elems) > limit or not all(
+                isinstance(e, (int, np.integer, Expr)) and not isinstance(e, bool) for e in elems):
+            return None
+        return [_json_dim(int(e) if isinstance(e, np.integer) else e) for e in elems]
 
     def shape_strs(self, name: str) -> Optional[list]:
         s = self.shape(name)
@@ -131,21 +153,25 @@ class InferenceResult:
 
         def tensor(name):
             f = self.facts.get(name)
+            shape = self.shape(name)
             out = {
                 "name": name,
                 "dtype": dtype_name(f.dtype) if f is not None and f.dtype else None,
-                "shape": self.shape_strs(name),
+                "shape": None if shape is None else [_json_dim(d) for d in shape],
                 "kind": self.classify(name),
             }
-            shape = self.shape(name)
+            value = self.value_strs(name)
+            if value is not None:
+                out["value"] = value
             cases = sorted({to_str(m) for d in shape for m in zero_cases(d)}) if shape is not None else []
             if cases:  # the exact shape above; the plain one holds where no case is 0
-                out["plain_shape"] = [to_str(plain(d)) for d in shape]
+                out["plain_shape"] = [_json_dim(plain(d)) for d in shape]
                 out["zero_cases"] = [f"{c} = 0" for c in cases]
             return out
 
         init = {t.name for t in g.initializer}
         out = {
+            "schema_version": JSON_SCHEMA_VERSION,
             "inputs": [tensor(i.name) for i in g.input if i.name not in init],
             "outputs": [tensor(o.name) for o in g.output],
             "nodes": [

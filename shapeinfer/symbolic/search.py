@@ -42,11 +42,7 @@ def counterexample(dims, holds, nonempty=()) -> Optional[dict]:
     """A binding of the symbols (within their bounds) for which holds() is False, or None when
     none of a fixed, deterministic set of probes breaks it. ``nonempty``: dims that must stay
     at least 1 (the tensor dims, under assume_nonempty) -- bindings that break them are out."""
-    lows: dict = {}
-    for d in dims:
-        for atom in atoms(d):
-            if isinstance(atom, Sym):
-                lows[atom.name] = max(lows.get(atom.name, 0), atom.lo)
+    lows = _lows(dims)
     names = sorted(lows)
     rng = random.Random(len(names))
     tries = [{n: v for n in names} for v in PROBES]
@@ -60,6 +56,55 @@ def counterexample(dims, holds, nonempty=()) -> Optional[dict]:
         except (EvaluationError, ZeroDivisionError, ArithmeticError):
             continue
     return None
+
+
+def _lows(dims) -> dict:
+    """{symbol: its lower bound} for the symbols of dims."""
+    lows: dict = {}
+    for d in dims:
+        for atom in atoms(d):
+            if isinstance(atom, Sym):
+                lows[atom.name] = max(lows.get(atom.name, 0), atom.lo)
+    return lows
+
+
+VARIED = (0, 1, 2, 3, 7, 16, 64, 255, 1000)  # the values a symbol takes to see whether it matters
+
+
+def relevant(dims, binding: dict, holds, nonempty=()) -> dict:
+    """The part of a failing ``binding`` that makes it fail: a symbol is left out when holds()
+    still fails whatever value it takes (each of VARIED within its bound, the others as they
+    are, and a few joint variations of every symbol left out). "fails for height=12, width=12"
+    instead of "batch=12, height=12, width=12" where batch plays no part."""
+    lows = _lows(dims)
+
+    def fails(trial) -> bool:
+        if any(trial[n] < lows.get(n, 0) for n in trial) or not _allowed(trial, nonempty):
+            return True  # outside the symbols' bounds: says nothing either way
+        try:
+            return not holds(trial)
+        except (EvaluationError, ZeroDivisionError, ArithmeticError):
+            return True
+
+    binding = dict(binding)
+    for n in sorted(binding):  # each at the smallest value that still fails (1024 -> 1)
+        binding[n] = next((v for v in VARIED if v < binding[n] and v >= lows.get(n, 0)
+                           and fails({**binding, n: v}) and _fails_outright(holds, {**binding, n: v})), binding[n])
+    dropped = [n for n in sorted(binding) if all(fails({**binding, n: v}) for v in VARIED)]
+    if not dropped:
+        return binding
+    rng = random.Random(len(dropped))
+    if not all(fails({**binding, **{n: rng.choice(VARIED) for n in dropped}}) for _ in range(16)):
+        return binding
+    return {n: v for n, v in binding.items() if n not in dropped}
+
+
+def _fails_outright(holds, binding) -> bool:
+    """holds() is False at binding (not merely undefined there)."""
+    try:
+        return not holds(binding)
+    except (EvaluationError, ZeroDivisionError, ArithmeticError):
+        return False
 
 
 def _allowed(binding, nonempty) -> bool:
@@ -77,4 +122,4 @@ def _allowed(binding, nonempty) -> bool:
 
 
 def binding_str(binding: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in binding.items()) or "every binding"
+    return ", ".join(f"{k}={v}" for k, v in binding.items()) or "every size"
