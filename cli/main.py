@@ -115,6 +115,14 @@ def _external_data_options(f):
     return f
 
 
+def _dim_names_option(f):
+    return click.option(
+        "--dim-names", "dim_names", type=click.Choice(["expressions", "identifiers"]), default="expressions",
+        show_default=True,
+        help="How symbolic dims are written into the output model: expressions (batch*seq) or identifiers "
+             "(batch_x_seq, the mapping in metadata_props under shapeinfer.dim_names).")(f)
+
+
 def _check_output_options(output, external_data, size_threshold) -> int:
     """The size threshold to write with; refuses data-file options that cannot apply."""
     from shapeinfer.modelio.writer import DEFAULT_SIZE_THRESHOLD
@@ -152,9 +160,10 @@ def _echo_report(text: str, dest) -> None:
               help="List the nodes of this op type (repeatable; default Expand, Reshape and Tile).")
 @click.option("--node", "node_glob", metavar="GLOB", help="List only the nodes whose name matches, e.g. '*attn*'.")
 @click.option("--wide", is_flag=True, help="Do not cut the tables to the terminal's width.")
+@_dim_names_option
 @_external_data_options
 def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_nonempty, ops, node_glob, wide,
-              external_data, size_threshold):
+              dim_names, external_data, size_threshold):
     """Infer and print the shapes of MODEL.
 
     The tables fit the terminal (COLUMNS, or the terminal's width; --wide keeps every cell
@@ -180,6 +189,10 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
     written = None
     if output:
         annotated = shapeinfer.annotate(model, result, overrides)
+        if dim_names == "identifiers":
+            from shapeinfer.infer.dim_names import identifier_dim_names
+
+            identifier_dim_names(annotated)
         written = write_model(annotated, output, source_dir=model_dir, external_data=external_data,
                               size_threshold=threshold, protected=inputs)
     if as_json:
@@ -268,11 +281,12 @@ def _parse_bind(bind) -> dict:
                    "symbols allowed, as for `infer`). The output model takes only these shapes.")
 @click.option("--no-shapes", "no_shapes", is_flag=True,
               help="Do not write the inferred shapes (value_info) into the output model.")
+@_dim_names_option
 @_external_data_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budget, assume_nonempty,
-                 ignore_signed_zero, fold_float_math, fuse_gemm, bind, input_shape, no_shapes, external_data,
-                 size_threshold, as_json):
+                 ignore_signed_zero, fold_float_math, fuse_gemm, bind, input_shape, no_shapes, dim_names,
+                 external_data, size_threshold, as_json):
     """Simplify MODEL (constant folding, Reshape/Expand/Tile rewrites) and write it to OUTPUT,
     every inferred shape written in."""
 
@@ -312,7 +326,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
                          fold_budget=DEFAULT_BUDGET_BYTES if fold_budget is None else fold_budget,
                          assume_nonempty=assume_nonempty, ignore_signed_zero=ignore_signed_zero,
                          fold_float_math=fold_float_math, fuse_gemm=fuse_gemm, input_shapes=overrides,
-                         write_shapes=not no_shapes, progress=progress, report=report)
+                         write_shapes=not no_shapes, dim_names=dim_names, progress=progress, report=report)
     verdict = None
     if do_verify:
         from shapeinfer.optimizer.verify import bindings_for, verify

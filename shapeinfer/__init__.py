@@ -14,7 +14,7 @@ from .errors import ExternalDataError, InputShapeError, ModelLoadError, ShapeInf
 
 
 def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None, write_shapes: bool = True,
-             fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False, ignore_signed_zero: bool = False,
+             dim_names: str = "expressions", fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False, ignore_signed_zero: bool = False,
              fold_float_math: bool = False, fuse_gemm: bool = False, max_rounds: int = 8,
              progress: Optional[Callable[[str], None]] = None, report=None) -> ModelProto:
     """The optimised model: a new ModelProto computing, bit for bit, what ``model`` (a ModelProto
@@ -26,6 +26,8 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
       (``{"x": [1, 16]}``, symbols allowed); what becomes static is folded and the inputs are
       written with these shapes (the model then takes only those);
     - ``write_shapes``: write every inferred shape into the result (value_info, graph outputs);
+    - ``dim_names``: "expressions" (``batch*seq``) or "identifiers" (``batch_x_seq``, the
+      mapping in metadata_props under ``shapeinfer.dim_names``);
     - ``fold_budget``: bytes a folded constant may hold beyond its inputs (16 KiB);
     - ``assume_nonempty``, ``ignore_signed_zero``, ``fold_float_math``, ``fuse_gemm``: opt-ins
       that are not exact for every input, reported in ``report.assumptions`` (see the README);
@@ -39,7 +41,7 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
     from .optimizer import optimize as _optimize
 
     return _optimize(model, passes=passes, skip=skip, input_shapes=input_shapes, write_shapes=write_shapes,
-                     fold_budget=fold_budget, assume_nonempty=assume_nonempty, ignore_signed_zero=ignore_signed_zero,
+                     dim_names=dim_names, fold_budget=fold_budget, assume_nonempty=assume_nonempty, ignore_signed_zero=ignore_signed_zero,
                      fold_float_math=fold_float_math, fuse_gemm=fuse_gemm, max_rounds=max_rounds, progress=progress,
                      report=report)
 

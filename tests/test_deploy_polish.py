@@ -366,3 +366,64 @@ def test_junit_under_strict_says_warnings_fail_not_error_warning():
     r = CliRunner().invoke(cli, ["check", os.path.join(HERE, "..", "fixtures", "corpus", "gpt2_classic.onnx"),
                                  "--strict", "--format", "junit"])
     assert "which fail under --strict" in r.output and "error(s): warning" not in r.output
+
+
+# ------------------------------------------------------------------ identifier dim names
+
+
+def test_identifier_dim_names_are_identifiers_mapped_back_to_the_real_sizes():
+    import json
+    import re
+
+    pytest.importorskip("onnxruntime")
+    entry = next(e for e in corpus.entries() if e["file"] == "swin_classic.onnx")
+    model = onnx.load(os.path.join(entry["dir"], entry["file"]))
+    out = shapeinfer.optimize(model, dim_names="identifiers")
+    props = {p.key: p.value for p in out.metadata_props}
+    assert "shapeinfer.dim_syntax" not in props  # read back, the names are opaque
+    mapping = json.loads(props["shapeinfer.dim_names"])
+    assert mapping and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in mapping)
+    written = _written_shapes(out)
+    params = {d for dims in written.values() for d in dims if isinstance(d, str)}
+    assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in params)
+    assert set(mapping) <= params
+    # the same model with the names mapped back to expressions: every dim is the real size
+    for vi in list(out.graph.value_info) + list(out.graph.output):
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param in mapping:
+                d.dim_param = mapping[d.dim_param]
+    inputs = {i.name for i in out.graph.input}
+    assert _check_written_against_runs(out, corpus._bindings(entry, model), inputs) > 0
+
+
+def test_identifier_names_are_stable_and_distinct():
+    from shapeinfer.infer.dim_names import identifier_dim_names
+
+    def renamed(exprs):
+        m = parser.parse_model("""<ir_version: 9, opset_import: ["" : 18]>
+            g (float[N] x) => (float[N] y) { y = Relu(x) }""")
+        for k, e in enumerate(exprs):
+            vi = onnx.helper.make_tensor_value_info(f"t{k}", onnx.TensorProto.FLOAT, [e])
+            m.graph.value_info.append(vi)
+        return identifier_dim_names(m), [vi.type.tensor_type.shape.dim[0].dim_param for vi in m.graph.value_info]
+
+    exprs = ["a+b*c", "(a+b)*c", "batch*seq", "2*seq+1", "N"]
+    mapping, names = renamed(exprs)
+    assert len(set(names)) == len(exprs)
+    assert names[2] == "batch_x_seq" and names[4] == "N" and names[3].startswith("d_")
+    assert renamed(list(reversed(exprs)))[0] == mapping  # the same names whatever the order
+    assert shapeinfer.infer_shapes(onnx.load(FIXTURE), dim_names="identifiers").metadata_props
+    with pytest.raises(ValueError, match="dim_names"):
+        shapeinfer.optimize(onnx.load(FIXTURE), dim_names="short")
+
+
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+def test_dim_names_option_on_the_command_line(tmp_path, command):
+    out = tmp_path / "o.onnx"
+    r = CliRunner().invoke(cli, [command, FIXTURE, "-o", str(out), "--dim-names", "identifiers"])
+    assert r.exit_code == 0, r.output
+    m = onnx.load(out)
+    assert any(p.key == "shapeinfer.dim_names" for p in m.metadata_props)
+    params = {d.dim_param for vi in list(m.graph.value_info) + list(m.graph.output)
+              for d in vi.type.tensor_type.shape.dim if d.dim_param}
+    assert "batch_x_seq_plus_batch" in params or any(p.startswith("batch_x") for p in params), params

@@ -11,6 +11,7 @@ from onnx import ModelProto
 from ..errors import InputShapeError, ShapeInferenceError
 from ..modelio.load import as_model
 from .annotate import annotate
+from .dim_names import identifier_dim_names
 from .engine import Engine
 from .overrides import check_input_shapes
 from .result import InferenceResult
@@ -57,13 +58,28 @@ def contradiction(m, input_shapes: dict, error: ShapeInferenceError, assume_none
 
 
 def infer_shapes(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,
-                 base_dir: Optional[str] = None) -> ModelProto:
+                 base_dir: Optional[str] = None, dim_names: str = "expressions") -> ModelProto:
     """Like ``onnx.shape_inference.infer_shapes``: a new model with every inferred shape written in.
 
-    Symbolic dims are written as ``dim_param`` in the printed syntax (``batch*seq/4``). The model
-    given is not modified. Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model."""
+    Symbolic dims are written as ``dim_param`` in the printed syntax (``batch*seq/4``), or with
+    ``dim_names="identifiers"`` as identifiers (``batch_x_seq``, the mapping in metadata_props:
+    see infer/dim_names.py). The model given is not modified. Raises
+    :class:`shapeinfer.ShapeInferenceError` for an invalid model, ValueError for another
+    ``dim_names``."""
+    check_dim_names(dim_names)
     if base_dir is None and isinstance(model, (str, os.PathLike)):
         base_dir = os.path.dirname(os.path.abspath(os.fspath(model)))
     m = as_model(model)
     result = infer(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
-    return annotate(m, result, input_shapes)
+    out = annotate(m, result, input_shapes)
+    if dim_names == "identifiers":
+        identifier_dim_names(out)
+    return out
+
+
+DIM_NAME_STYLES = ("expressions", "identifiers")
+
+
+def check_dim_names(dim_names) -> None:
+    if dim_names not in DIM_NAME_STYLES:
+        raise ValueError(f"dim_names must be one of {', '.join(DIM_NAME_STYLES)}; got {dim_names!r}")

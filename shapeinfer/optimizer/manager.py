@@ -18,7 +18,8 @@ from typing import Callable, Optional
 from onnx import AttributeProto, ModelProto, helper
 
 from ..infer.overrides import check_input_shapes
-from ..infer.run import infer
+from ..infer.dim_names import identifier_dim_names
+from ..infer.run import check_dim_names, infer
 from ..modelio.load import load_model
 from ..graph.structure import validate_structure
 from ..infer.engine import paused_gc
@@ -150,7 +151,7 @@ def _names(value, what: str) -> Optional[list]:
 
 
 def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None, write_shapes: bool = True,
-             fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False,
+             dim_names: str = "expressions", fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False,
              ignore_signed_zero: bool = False, fold_float_math: bool = False, fuse_gemm: bool = False,
              max_rounds: int = 8, progress: Optional[Callable[[str], None]] = None,
              report: Optional[OptimizeReport] = None) -> ModelProto:
@@ -160,7 +161,8 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
     some (each a list of names or a comma-separated string); ``input_shapes`` fixes inputs'
     shapes as ``infer`` takes them ({"x": [1, 16]}: what becomes static is folded, the inputs
     are written with these shapes); ``write_shapes`` writes every inferred shape into the
-    result (value_info and graph outputs); ``fold_budget`` bounds how large a folded constant
+    result (value_info and graph outputs), ``dim_names="identifiers"`` writes symbolic dims as
+    identifiers (``batch_x_seq``, the mapping in metadata_props); ``fold_budget`` bounds how large a folded constant
     may grow beyond its inputs; ``report`` (an OptimizeReport) receives the before/after counts
     and what each pass did. Every default rewrite is bit-exact. Two opt-ins are not, and are
     reported as assumptions: ``fold_float_math`` folds float math whose last bits may differ
@@ -170,12 +172,13 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
     Raises ShapeInferenceError (an invalid model), InputShapeError (input shapes malformed or
     contradicting the model), UnknownPassError (a ValueError: a pass name that is none),
     ModelLoadError (an unreadable path), TypeError (an argument of the wrong type)."""
+    check_dim_names(dim_names)
     selected = [REGISTRY[name]() for name in select_passes(_names(passes, "passes"), _names(skip, "skip") or (),
                                                              fuse_gemm)]
     manager = PassManager(selected, fold_budget=fold_budget, assume_nonempty=assume_nonempty,
                           ignore_signed_zero=ignore_signed_zero, fold_float_math=fold_float_math,
                           max_rounds=max_rounds, progress=progress, input_shapes=input_shapes,
-                          write_shapes=write_shapes)
+                          write_shapes=write_shapes, dim_names=dim_names)
     return manager.run(model, report)
 
 
@@ -191,8 +194,9 @@ class PassManager:
     def __init__(self, passes, *, fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False,
                  ignore_signed_zero: bool = False, fold_float_math: bool = False, max_rounds: int = 8,
                  progress: Optional[Callable[[str], None]] = None, input_shapes: Optional[dict] = None,
-                 write_shapes: bool = False):
+                 write_shapes: bool = False, dim_names: str = "expressions"):
         self.passes = list(passes)
+        self.dim_names = dim_names
         self.input_shapes = input_shapes
         self.write_shapes = write_shapes
         self.fold_budget = fold_budget
@@ -277,6 +281,8 @@ class PassManager:
                 f"{k}=[{','.join(map(str, v))}]" for k, v in fixed.items()))
         if self.write_shapes or fixed:
             self._write_shapes(current, facts, fixed)
+        if self.dim_names == "identifiers":
+            identifier_dim_names(current)
         if self.assume_nonempty:
             report.assumptions.append("no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)")
         if self.ignore_signed_zero:

@@ -1,0 +1,94 @@
+"""Identifier-only dim names (``--dim-names identifiers``), for consumers that take a dim_param to
+be a C identifier: every dim_param written as an expression (``batch*seq``, ``(height+4)//8``)
+becomes a stable identifier (``batch_x_seq``, ``height_plus_4_floordiv_8``), the same expression
+the same name everywhere, and the mapping goes into ``metadata_props``.
+
+A model renamed so no longer says its dims use the printed syntax: read back, its dim_params are
+opaque names, as any other model's (the mapping is for people and tools that want it)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from onnx import AttributeProto
+
+from .protos import DIM_SYNTAX_KEY
+
+DIM_NAMES_KEY = "shapeinfer.dim_names"  # metadata_props: JSON {identifier: expression}
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+MAX_NAME = 40  # longer readable names give way to dim_<hash>
+_WORDS = (("//", "floordiv"), ("*", "x"), ("+", "plus"), ("-", "minus"), ("/", "div"), ("%", "mod"), ("^", "pow"))
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+|//|[*+\-/%^]")
+
+
+def _readable(expr: str) -> str:
+    words = []
+    for tok in _TOKEN.findall(expr):
+        words.append(dict(_WORDS).get(tok, tok))
+    name = "_".join(words)
+    return name if name and not name[0].isdigit() else "d_" + name
+
+
+def _hashed(expr: str) -> str:
+    return "dim_" + hashlib.sha256(expr.encode("utf-8")).hexdigest()[:10]
+
+
+def _value_infos(graph):
+    """Every ValueInfoProto of graph and of its subgraphs."""
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        yield from g.input
+        yield from g.output
+        yield from g.value_info
+        for node in g.node:
+            for a in node.attribute:
+                if a.type == AttributeProto.GRAPH:
+                    stack.append(a.g)
+                elif a.type == AttributeProto.GRAPHS:
+                    stack.extend(a.graphs)
+
+
+def _dims(vi):
+    t = vi.type
+    while True:  # tensors, and the tensors inside sequences and optionals
+        kind = t.WhichOneof("value")
+        if kind in ("tensor_type", "sparse_tensor_type"):
+            tt = getattr(t, kind)
+            if tt.HasField("shape"):
+                yield from tt.shape.dim
+            return
+        if kind == "sequence_type":
+            t = t.sequence_type.elem_type
+        elif kind == "optional_type":
+            t = t.optional_type.elem_type
+        else:
+            return
+
+
+def identifier_dim_names(model) -> dict:
+    """Rename, in place, every dim_param of ``model`` that is not an identifier; return the
+    mapping {identifier: expression} (also stored in metadata_props under DIM_NAMES_KEY)."""
+    dims = [d for vi in _value_infos(model.graph) for d in _dims(vi) if d.HasField("dim_param")]
+    taken = {d.dim_param for d in dims if IDENTIFIER.match(d.dim_param)}
+    names: dict = {}  # expression -> identifier
+    for expr in sorted({d.dim_param for d in dims if not IDENTIFIER.match(d.dim_param)}):
+        name = _readable(expr)
+        if len(name) > MAX_NAME or not IDENTIFIER.match(name) or name in taken:
+            name = _hashed(expr)
+        taken.add(name)
+        names[expr] = name
+    for d in dims:
+        if d.dim_param in names:
+            d.dim_param = names[d.dim_param]
+    mapping = {v: k for k, v in names.items()}
+    for key in (DIM_NAMES_KEY, DIM_SYNTAX_KEY):  # the dims no longer use the printed syntax
+        for k in reversed(range(len(model.metadata_props))):
+            if model.metadata_props[k].key == key:
+                del model.metadata_props[k]
+    if mapping:
+        entry = model.metadata_props.add()
+        entry.key, entry.value = DIM_NAMES_KEY, json.dumps(dict(sorted(mapping.items())))
+    return mapping
