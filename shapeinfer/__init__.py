@@ -63,6 +63,10 @@ def __getattr__(name):  # the report types, imported when first asked for
         from .optimizer.manager import OptimizeReport
 
         return OptimizeReport
+    if name == "UnknownPassError":
+        from .optimizer.manager import UnknownPassError
+
+        return UnknownPassError
     if name == "CheckReport":
         from .checker.findings import CheckReport
 
@@ -80,6 +84,7 @@ __all__ = [
     "InputShapeError",
     "ModelLoadError",
     "ShapeInferenceError",
+    "UnknownPassError",
     "annotate",
     "check",
     "infer",

@@ -239,6 +239,7 @@ def test_py_typed_marker_ships():
 
 
 def test_optimize_report_is_at_the_top_level():
+    assert issubclass(shapeinfer.UnknownPassError, ValueError)
     assert shapeinfer.OptimizeReport is OptimizeReport
     assert np.all([callable(shapeinfer.optimize), callable(shapeinfer.check)])
 
