@@ -56,6 +56,7 @@ def cli():
     shapeinfer MODEL -o OUT     also write the model with the shapes written in
     shapeinfer optimize MODEL -o OUT      simplify the model
     shapeinfer check MODEL...   validate models (CI): exit 0 clean, 1 errors, 2 unreadable
+    shapeinfer cost MODEL       MACs, FLOPs, parameters, activation memory in the input dims
     """
 
 
@@ -386,6 +387,48 @@ def _optimize_json(report, verdict, written) -> str:
         data["verify"] = verdict.as_dict()
     data["written"] = written.as_dict() if written is not None else None
     return json.dumps(data, indent=2)
+
+
+@cli.command("cost")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=True))
+@click.option("--bind", "bind", multiple=True, metavar="SYMBOL=V",
+              help="Give a symbol its size (repeatable), e.g. --bind batch=1 --bind seq=128: the figures are numbers.")
+@click.option("--input-shape", "input_shape", multiple=True, metavar="NAME=DIMS",
+              help="Override an input's shape, as for `infer` (repeatable).")
+@click.option("--assume-nonempty", is_flag=True, help="Assume no tensor is empty (see `shapeinfer infer --help`).")
+@click.option("--top", "top", type=click.IntRange(0, 10000), default=10, show_default=True,
+              help="How many of the costliest nodes to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (exact integer coefficients).")
+@click.option("--wide", is_flag=True, help="Do not cut the tables to the terminal's width.")
+def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide):
+    """MACs, FLOPs, parameters and activation memory of MODEL, as formulas in its input dims
+    (or numbers with --bind)."""
+    import shapeinfer
+    from shapeinfer.cost import cost
+    from shapeinfer.errors import BindError
+
+    from .render import render_cost
+
+    values = {}
+    for item in bind:
+        name, _, v = item.partition("=")
+        if not name.strip() or not v.strip().isdigit():
+            raise click.BadParameter(f"{item!r}: expected SYMBOL=SIZE with a size >= 0", param_hint="--bind")
+        if name.strip() in values:
+            raise click.BadParameter(f"{name.strip()!r} is given twice", param_hint="--bind")
+        values[name.strip()] = int(v)
+    overrides = _parse_input_shape(input_shape)
+    model = shapeinfer.load_model(model_path)
+    try:
+        report = cost(model, bind=values, input_shapes=overrides, assume_nonempty=assume_nonempty,
+                      base_dir=os.path.dirname(os.path.abspath(model_path)))
+    except BindError as e:
+        raise click.BadParameter(str(e), param_hint="--bind") from None
+    report.model = model_path
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        click.echo(render_cost(report, width=None if wide else terminal_width(), top=top))
 
 
 @cli.command("check")

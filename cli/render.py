@@ -263,3 +263,129 @@ def verify_failure(verdict, model) -> tuple:
             else "the model has no symbolic input dims to bind")
     return (f"--verify compared nothing: the original model does not run at any binding tried ({tried}); "
             f"{hint}; nothing written"), 2
+
+
+def short_number(n) -> str:
+    """385280 -> '385.3 K'; 1.8e9 -> '1.80 G' (K, M, G, T: powers of 1000)."""
+    n = float(n)
+    for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:g}"
+
+
+def _coefficient(c) -> str:
+    c = int(c) if getattr(c, "denominator", 1) == 1 else c
+    if isinstance(c, int) and abs(c) >= 1_000_000:
+        mantissa, exp = f"{c:.3g}".split("e+") if "e+" in f"{c:.3g}" else (f"{c:.3g}", "")
+        return f"{mantissa}e{int(exp)}" if exp else mantissa
+    return str(c)
+
+
+def formula(d) -> str:
+    """A cost formula as people read it: the plain form (no zero case), terms of highest degree
+    first, large coefficients short (1.64e6*batch*seq + 128*batch*seq^2)."""
+    from shapeinfer.symbolic import atom_dim, plain
+
+    if d is None:
+        return "?"
+    if isinstance(d, int):
+        return f"{d:,}"
+    d = plain(d)
+    if isinstance(d, int):
+        return f"{d:,}"
+    if len(d.terms) == 1 and d.terms[0][1] == 1 and len(d.terms[0][0]) == 1 and d.terms[0][0][0][1] == 1 \
+            and type(d.terms[0][0][0][0]).__name__ == "Max":  # max(a, max(b, c)) -> max(a, b, c)
+        args, stack = [], list(d.terms[0][0][0][0].args)
+        while stack:
+            a = stack.pop(0)
+            inner = a.terms[0][0][0][0] if not isinstance(a, int) and len(a.terms) == 1 and a.terms[0][1] == 1 \
+                and len(a.terms[0][0]) == 1 and a.terms[0][0][0][1] == 1 else None
+            if type(inner).__name__ == "Max":
+                stack[:0] = list(inner.args)
+            else:
+                args.append(a)
+        return "max(" + ", ".join(formula(a) for a in args) + ")"
+    terms = sorted(d.terms, key=lambda t: -sum(e for _, e in t[0]))
+    pieces = []
+    for mono, coef in terms:
+        parts = []
+        for atom, e in mono:
+            s = to_str(atom_dim(atom))
+            if atom.infix is not None:
+                s = f"({s})"
+            parts.append(s if e == 1 else f"{s}^{e}")
+        c = abs(coef)
+        body = "*".join(parts)
+        text = _coefficient(c) if not parts else (body if c == 1 else f"{_coefficient(c)}*{body}")
+        pieces.append(("- " if coef < 0 else "+ ") + text)
+    out = " ".join(pieces)
+    return out[2:] if out.startswith("+ ") else "-" + out[2:]
+
+
+def render_cost(report, width=None, top: int = 10) -> str:
+    """The cost report: a table by op type, the top nodes, and the formulas (or the numbers,
+    when every symbol is bound)."""
+    from shapeinfer.symbolic import evaluate, free_symbols
+
+    bound = bool(report.binding) and all(isinstance(n.macs, int) or n.macs is None for n in report.nodes)
+    rank_at = dict(report.binding) or {s: 128 for s in report.symbols}
+    rank_at.update({s: 128 for s in report.unknown_symbols if s not in rank_at})
+
+    def at(d) -> float:
+        if d is None:
+            return 0.0
+        try:
+            return float(evaluate(d, {s: rank_at.get(s, 128) for s in free_symbols(d)} if not isinstance(d, int) else {}))
+        except Exception:  # noqa: BLE001 - an expression with no value there ranks last
+            return 0.0
+
+    def shown(d) -> str:
+        if d is None:
+            return "?"
+        return short_number(d) if isinstance(d, int) else formula(d)
+
+    binding = ", ".join(f"{k}={v}" for k, v in report.binding.items())
+    out = [f"cost: {report.model}  ({len(report.nodes)} nodes; "
+           + (f"at {binding})" if binding else f"symbols: {', '.join(report.symbols) or 'none'})"), ""]
+    by_op = report.by_op()
+    total_macs, total_flops = at(report.macs), at(report.flops)
+    rows = []
+    for op, v in sorted(by_op.items(), key=lambda kv: (-at(kv[1]["macs"]), -at(kv[1]["flops"]), kv[0])):
+        if not at(v["macs"]) and not at(v["flops"]):
+            continue
+        share = at(v["macs"]) / total_macs if total_macs else (at(v["flops"]) / total_flops if total_flops else 0)
+        rows.append((op, shown(v["macs"]), shown(v["flops"]), v["count"], f"{100 * share:.1f}%"))
+    where = "" if bound else f" (shares with every symbol at {next(iter(rank_at.values()), 128)})" if rank_at else ""
+    out.append(f"by op{where}")
+    out.extend(_table(rows, ("op", "MACs", "FLOPs", "count", "of MACs"), width) if rows else ["  (nothing counted)"])
+    out.append("")
+    ranked = sorted((n for n in report.nodes if at(n.macs) or at(n.flops)), key=lambda n: (-at(n.macs), -at(n.flops)))
+    out.append(f"top {min(top, len(ranked))} nodes by MACs")
+    out.extend(_table([(n.name, n.op, shown(n.macs), shown(n.flops)) for n in ranked[:top]],
+                      ("node", "op", "MACs", "FLOPs"), width, first=0) if ranked else ["  (none)"])
+    out.append("")
+    peak = shown(report.activation_peak_bytes) if not isinstance(report.activation_peak_bytes, int) \
+        else human_bytes(report.activation_peak_bytes)
+    acts = shown(report.activation_bytes) if not isinstance(report.activation_bytes, int) \
+        else human_bytes(report.activation_bytes)
+    out.append("totals" if bound else "formulas (the value where no dim is 0; --json has the exact form)")
+    out.append(f"  MACs   = {shown(report.macs) if not bound else f'{report.macs:,} ({short_number(report.macs)})'}")
+    out.append(f"  FLOPs  = {shown(report.flops) if not bound else f'{report.flops:,} ({short_number(report.flops)})'}")
+    out.append(f"  params = {report.params:,} ({human_bytes(report.param_bytes)})")
+    out.append(f"  activations: every tensor = {acts} bytes" if not bound else
+               f"  activations: every tensor = {human_bytes(report.activation_bytes)}")
+    out.append(f"  activation peak{' (upper bound)' if report.peak_is_bound else ''} = {peak}"
+               + ("" if isinstance(report.activation_peak_bytes, int) else " bytes"))
+    if report.unknown_symbols:
+        out.append("")
+        for s, origin in report.unknown_symbols.items():
+            out.append(f"unknown: {s} is a size known only at run time ({origin})")
+    for note in report.notes:
+        out.append(f"note: {note}")
+    if width:
+        import textwrap
+
+        out = [w for line in out for w in (textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False)
+                                           if len(line) > width else [line])]
+    return "\n".join(out)

@@ -10,7 +10,7 @@ from onnx import ModelProto
 
 from .api import InferenceResult, annotate, infer, infer_shapes, load_model
 from .fold.folder import DEFAULT_BUDGET_BYTES
-from .errors import ExternalDataError, InputShapeError, ModelLoadError, ShapeInferenceError
+from .errors import BindError, ExternalDataError, InputShapeError, ModelLoadError, ShapeInferenceError
 
 
 def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None, write_shapes: bool = True,
@@ -58,6 +58,17 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, name: O
     return _check(model, strict=strict, assume_nonempty=assume_nonempty, name=name)
 
 
+def cost(model, *, bind: Optional[dict] = None, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,
+         base_dir: Optional[str] = None):
+    """A :class:`CostReport` of ``model`` (a ModelProto or a path): MACs, FLOPs, parameters and
+    activation memory, per node and in total, as formulas in the input dims -- or, with
+    ``bind`` ({symbol: size}), as integers. Raises what :func:`infer` raises, and
+    :class:`BindError` for a bound name that is no input symbol or a size that is not >= 0."""
+    from .cost import cost as _cost
+
+    return _cost(model, bind=bind, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
+
+
 def __getattr__(name):  # the report types, imported when first asked for
     if name == "OptimizeReport":
         from .optimizer.manager import OptimizeReport
@@ -67,6 +78,10 @@ def __getattr__(name):  # the report types, imported when first asked for
         from .optimizer.manager import UnknownPassError
 
         return UnknownPassError
+    if name == "CostReport":
+        from .cost import CostReport
+
+        return CostReport
     if name == "CheckReport":
         from .checker.findings import CheckReport
 
@@ -77,6 +92,8 @@ def __getattr__(name):  # the report types, imported when first asked for
 __version__ = "0.1.0"
 
 __all__ = [
+    "BindError",
+    "CostReport",
     "CheckReport",
     "OptimizeReport",
     "ExternalDataError",
@@ -87,6 +104,7 @@ __all__ = [
     "UnknownPassError",
     "annotate",
     "check",
+    "cost",
     "infer",
     "infer_shapes",
     "load_model",

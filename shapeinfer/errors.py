@@ -42,3 +42,8 @@ ODD_INPUT_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError, Attribu
 class InputShapeError(ValueError):
     """Input shapes given by the caller (``input_shapes=``, ``--input-shape``) that are malformed,
     name no graph input, or contradict the model (inference fails with them and not without)."""
+
+
+class BindError(InputShapeError):
+    """Sizes given for symbols (``cost(bind=)``, ``--bind``) that name no input symbol or are not
+    sizes."""

@@ -1,0 +1,349 @@
+"""``shapeinfer.cost``: what a model costs -- MACs, FLOPs, parameters, activation memory -- as
+formulas in its input dims (the symbols of its inputs), and as numbers once they are bound.
+
+One inference gives every tensor's shape; each main-graph node's MACs and FLOPs follow from them
+(formulas.py). Parameters are the initializers and Constant tensors, counted from their dims
+(external data is never read). Activation memory is the bytes of every tensor a node makes; the
+peak walks the nodes in the model's order with the graph inputs live from the start, every
+tensor live from its producer to its last reader (graph outputs to the end). Where the peak
+depends on the sizes it is a ``max`` of the candidate sums that no other provably bounds; past
+MAX_PEAK_CANDIDATES of them it is a simpler upper bound (the largest coefficient of every term),
+and the report says so. Bound, every figure is computed from the evaluated sizes, exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+from onnx import AttributeProto, TensorProto
+
+from ..errors import BindError
+from ..infer.run import infer
+from ..modelio.load import as_model
+from ..symbolic import (Dim, EvaluationError, ExpressionTooLarge, add, atom_dim, bounds, dmax, evaluate, floordiv,
+                        free_symbols, mul, provably_le, sub, to_str)
+from .formulas import CONTROL_FLOW, COUNTED_DOMAINS, node_cost, prod
+
+MAX_PEAK_CANDIDATES = 4  # past this many, the max gives way to one simpler upper bound
+BITS = {TensorProto.FLOAT: 32, TensorProto.DOUBLE: 64, TensorProto.FLOAT16: 16, TensorProto.BFLOAT16: 16,
+        TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
+        TensorProto.INT32: 32, TensorProto.UINT32: 32, TensorProto.INT64: 64, TensorProto.UINT64: 64,
+        TensorProto.BOOL: 8, TensorProto.COMPLEX64: 64, TensorProto.COMPLEX128: 128,
+        TensorProto.FLOAT8E4M3FN: 8, TensorProto.FLOAT8E4M3FNUZ: 8, TensorProto.FLOAT8E5M2: 8,
+        TensorProto.FLOAT8E5M2FNUZ: 8}
+for _name, _bits in (("INT4", 4), ("UINT4", 4), ("FLOAT4E2M1", 4), ("FLOAT8E8M0", 8), ("INT2", 2), ("UINT2", 2)):
+    if hasattr(TensorProto, _name):
+        BITS[getattr(TensorProto, _name)] = _bits
+
+
+def tensor_bytes(elements: Dim, dtype: int) -> Optional[Dim]:
+    """Bytes of a tensor of this many elements (sub-byte types packed, rounded up), or None for
+    a type without a fixed size (strings)."""
+    bits = BITS.get(dtype)
+    if bits is None:
+        return None
+    if bits % 8 == 0:
+        return mul(elements, bits // 8)
+    per = 8 // bits
+    return floordiv(add(elements, per - 1), per)
+
+
+@dataclass
+class NodeCost:
+    name: str
+    op: str
+    macs: Optional[Dim]
+    flops: Optional[Dim]
+    output_bytes: Optional[Dim]
+
+
+@dataclass
+class CostReport:
+    """What ``cost`` found. Dims are ints or expressions in the input symbols (``symbols``);
+    a figure is None where a shape it needs is unknown (``notes`` says which)."""
+
+    model: str = ""
+    symbols: list = field(default_factory=list)  # the input dims' symbols
+    unknown_symbols: dict = field(default_factory=dict)  # minted symbol -> where it comes from (data-dependent)
+    nodes: list = field(default_factory=list)  # NodeCost, in graph order
+    macs: Optional[Dim] = 0
+    flops: Optional[Dim] = 0
+    params: int = 0
+    param_bytes: int = 0
+    activation_bytes: Optional[Dim] = 0  # every tensor the nodes make
+    activation_peak_bytes: Optional[Dim] = 0
+    peak_is_bound: bool = False  # an upper bound, not the max itself (too many candidates)
+    binding: dict = field(default_factory=dict)  # the values the figures were bound at (all ints then)
+    notes: list = field(default_factory=list)
+
+    def by_op(self) -> dict:
+        """{op: {"macs", "flops", "count"}} in order of first appearance."""
+        out: dict = {}
+        for n in self.nodes:
+            entry = out.setdefault(n.op, {"macs": 0, "flops": 0, "count": 0})
+            entry["count"] += 1
+            for key, value in (("macs", n.macs), ("flops", n.flops)):
+                entry[key] = _plus(entry[key], value)
+        return out
+
+    def as_dict(self) -> dict:
+        from ..infer.result import JSON_SCHEMA_VERSION
+
+        return {
+            "schema_version": JSON_SCHEMA_VERSION,
+            "model": self.model,
+            "symbols": list(self.symbols),
+            "binding": dict(self.binding),
+            "unknown_symbols": dict(self.unknown_symbols),
+            "total": {"macs": _json(self.macs), "flops": _json(self.flops), "params": self.params,
+                      "param_bytes": self.param_bytes, "activation_bytes": _json(self.activation_bytes),
+                      "activation_peak_bytes": _json(self.activation_peak_bytes),
+                      "activation_peak_is_upper_bound": self.peak_is_bound},
+            "by_op": {op: {"macs": _json(v["macs"]), "flops": _json(v["flops"]), "count": v["count"]}
+                      for op, v in self.by_op().items()},
+            "nodes": [{"name": n.name, "op": n.op, "macs": _json(n.macs), "flops": _json(n.flops),
+                       "output_bytes": _json(n.output_bytes)} for n in self.nodes],
+            "notes": list(self.notes),
+        }
+
+
+def _json(d):
+    if d is None or isinstance(d, int):
+        return d
+    if hasattr(d, "denominator") and d.denominator == 1:
+        return int(d)
+    return to_str(d)
+
+
+def _plus(a, b):
+    """a + b, None when either is unknown or the sum passes the expression budget."""
+    if a is None or b is None:
+        return None
+    try:
+        return add(a, b)
+    except ExpressionTooLarge:
+        return None
+
+
+def cost(model, *, bind: Optional[Mapping[str, int]] = None, input_shapes: Optional[dict] = None,
+         assume_nonempty: bool = False, base_dir: Optional[str] = None) -> CostReport:
+    """The cost of ``model`` (a ModelProto or a path): MACs, FLOPs, parameters and activation
+    memory, per node and in total, as formulas in the input dims -- or, with ``bind``
+    ({symbol: size} for every input symbol), as integers at those sizes. ``input_shapes`` and
+    ``assume_nonempty`` as for :func:`shapeinfer.infer`. Raises what ``infer`` raises, and
+    BindError (an InputShapeError) for a bound symbol the inputs do not have or a size below 0."""
+    m = as_model(model)
+    result = infer(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
+    report = CostReport(model=model if isinstance(model, str) else (m.graph.name or "<model>"))
+    report.symbols = sorted(result.input_symbols())
+    report.unknown_symbols = {s: result.minted[s] for s in result.symbols() if s in result.minted}
+    binding = _check_binding(bind, report.symbols, report.unknown_symbols)
+    report.binding = binding
+
+    def value(d):
+        """d, or its value at the binding (an int; None where the binding leaves it open)."""
+        if d is None or not binding:
+            return d
+        try:
+            v = evaluate(d, binding)
+        except (EvaluationError, KeyError, ArithmeticError):
+            return None if free_symbols(d) <= binding.keys() else d
+        return int(v) if hasattr(v, "denominator") and v.denominator == 1 else v
+
+    def shape(name):
+        return result.shape(name) if name else None
+
+    graph = m.graph
+    report.params, report.param_bytes = _parameters(graph, report.notes)
+    skipped_ops = set()
+    elements: dict = {}  # tensor -> its bytes (for the peak)
+    total_macs: Optional[Dim] = 0
+    total_flops: Optional[Dim] = 0
+    activations: Optional[Dim] = 0
+    for node in graph.node:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        if domain not in COUNTED_DOMAINS:
+            skipped_ops.add(f"{domain}.{node.op_type}")
+        if node.op_type in CONTROL_FLOW and domain == "":
+            report.notes.append(f"{node.name or node.op_type} ({node.op_type}): the cost of its body is not counted")
+        try:
+            macs, flops = node_cost(node, shape)
+        except ExpressionTooLarge:
+            macs, flops = None, None
+        out_bytes: Optional[Dim] = 0
+        for o in node.output:
+            if not o:
+                continue
+            f, s = result.fact(o), shape(o)
+            b = None if f is None or s is None or not f.dtype else tensor_bytes(prod(s), f.dtype)
+            elements[o] = b
+            out_bytes = _plus(out_bytes, b)
+        macs, flops, out_bytes = value(macs), value(flops), value(out_bytes)
+        label = node.name or f"<{node.op_type} -> {next((o for o in node.output if o), '')}>"
+        op = node.op_type if domain == "" else f"{domain}.{node.op_type}"
+        report.nodes.append(NodeCost(label, op, macs, flops, out_bytes))
+        if macs is None or flops is None:
+            report.notes.append(f"{label} ({op}): {'MACs' if macs is None else 'FLOPs'} not counted: a shape it "
+                                "needs is not known")
+        total_macs = _plus(total_macs, macs if macs is not None else 0)
+        total_flops = _plus(total_flops, flops if flops is not None else 0)
+        activations = _plus(activations, out_bytes)
+    if skipped_ops:
+        report.notes.append(f"ops of other domains not counted: {', '.join(sorted(skipped_ops))}")
+    report.macs, report.flops, report.activation_bytes = total_macs, total_flops, activations
+    for key, what in (("macs", "MACs"), ("flops", "FLOPs"), ("activation_bytes", "activation bytes")):
+        if getattr(report, key) is None:
+            report.notes.append(f"the total of {what} passes the expression budget or needs an unknown shape: "
+                                "see the per-op and per-node figures, or bind the symbols")
+    for name, (f, s) in _inputs(graph, result).items():
+        elements[name] = None if f is None or s is None or not f.dtype else tensor_bytes(prod(s), f.dtype)
+    report.activation_peak_bytes, report.peak_is_bound = _peak(graph, elements, value, report.notes)
+    return report
+
+
+def _check_binding(bind, symbols: list, unknown: dict) -> dict:
+    if not bind:
+        return {}
+    if not isinstance(bind, Mapping):
+        raise TypeError(f"bind must map symbol names to sizes, e.g. {{'batch': 1}}; got {type(bind).__name__}")
+    out = {}
+    for name, v in bind.items():
+        if name not in symbols and name not in unknown:
+            raise BindError(f"{name!r} is no symbol of the model's inputs (symbols: {', '.join(symbols) or 'none'})")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise BindError(f"{name!r}: a size is an int >= 0; got {v!r}")
+        out[name] = int(v)
+    return out
+
+
+def _inputs(graph, result) -> dict:
+    init = {t.name for t in graph.initializer}
+    return {i.name: (result.fact(i.name), result.shape(i.name)) for i in graph.input if i.name not in init}
+
+
+def _parameters(graph, notes: list) -> tuple:
+    """(elements, bytes) of the initializers and Constant nodes' tensors, from their dims."""
+    count, size = 0, 0
+    tensors = list(graph.initializer)
+    for node in graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            tensors.extend(a.t for a in node.attribute if a.type == AttributeProto.TENSOR)
+    unsized = 0
+    for t in tensors:
+        n = 1
+        for d in t.dims:
+            n *= int(d)
+        count += n
+        b = tensor_bytes(n, t.data_type)
+        if b is None:
+            unsized += 1
+        else:
+            size += int(b)
+    if unsized:
+        notes.append(f"{unsized} parameter tensor(s) of strings: their bytes are not counted")
+    return count, size
+
+
+def _peak(graph, sizes: dict, value, notes: list) -> tuple:
+    """(peak bytes, whether it is an upper bound rather than the max) over the node order."""
+    last_use: dict = {}
+    for k, node in enumerate(graph.node):
+        for i in node.input:
+            if i:
+                last_use[i] = k
+    keep = {o.name for o in graph.output}
+    produced = {o for n in graph.node for o in n.output}
+    live: dict = {name: b for name, b in sizes.items() if name not in produced}
+    current: Optional[Dim] = 0
+    for b in live.values():
+        current = _plus(current, b)
+    candidates: list = []
+    bounded = False
+    unknown = False
+
+    def consider(c) -> None:
+        nonlocal bounded
+        c = value(c)
+        if isinstance(c, int) and all(isinstance(k, int) for k in candidates):
+            if not candidates or c > candidates[0]:
+                candidates[:] = [c]
+            return
+        if any(_le(c, k) for k in candidates):
+            return
+        candidates[:] = [k for k in candidates if not _le(k, c)] + [c]
+        if len(candidates) > MAX_PEAK_CANDIDATES:
+            merged = _upper_bound(candidates)
+            if merged is not None:
+                candidates[:] = [merged]
+                bounded = True
+
+    consider(current)
+    for k, node in enumerate(graph.node):
+        for o in node.output:
+            if o:
+                b = sizes.get(o)
+                unknown = unknown or b is None
+                live[o] = b
+                current = _plus(current, b if b is not None else 0)
+        if current is None:
+            break
+        consider(current)
+        for i in set(node.input) | set(node.output):
+            if i in live and last_use.get(i, -1) <= k and i not in keep:
+                b = live.pop(i)
+                if b is not None:
+                    try:
+                        current = sub(current, b)
+                    except ExpressionTooLarge:
+                        current = None
+                        break
+        if current is None:
+            break
+    if current is None:
+        notes.append("the activation peak passes the expression budget: bind the symbols for its value")
+        return None, False
+    if unknown:
+        notes.append("some tensors' sizes are not known: the activation peak leaves them out (a lower bound)")
+    peak: Optional[Dim] = 0
+    for c in candidates:
+        try:
+            peak = value(dmax(peak, c))
+        except ExpressionTooLarge:
+            merged = _upper_bound(candidates)
+            notes.append("the activation peak is given as an upper bound (the exact max passes the budget)")
+            return merged, True
+    if bounded:
+        notes.append(f"the activation peak is an upper bound: more than {MAX_PEAK_CANDIDATES} sums of live tensors "
+                     "could be the largest, depending on the sizes")
+    return peak, bounded
+
+
+def _le(a, b) -> bool:
+    try:
+        return provably_le(a, b)
+    except ExpressionTooLarge:
+        return False
+
+
+def _upper_bound(candidates: list) -> Optional[Dim]:
+    """A dim at least each candidate for every binding: each term with the largest coefficient
+    any candidate gives it (terms are products of non-negative atoms), or None where a term's
+    atom may be negative."""
+    best: dict = {}
+    for c in candidates:
+        terms = c.terms if not isinstance(c, int) else ((((), c),) if c else ())
+        for mono, coef in terms:
+            for atom, _ in mono:
+                if bounds(atom_dim(atom))[0] < 0:
+                    return None
+            best[mono] = max(best.get(mono, coef), coef)
+    total: Dim = 0
+    for mono, coef in best.items():
+        term: Dim = coef
+        for atom, e in mono:
+            for _ in range(e):
+                term = mul(term, atom_dim(atom))
+        total = add(total, term)
+    return total
+
