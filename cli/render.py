@@ -282,9 +282,11 @@ def _coefficient(c) -> str:
     return str(c)
 
 
-def formula(d) -> str:
+def formula(d, max_args=None, rank=None) -> str:
     """A cost formula as people read it: the plain form (no zero case), terms of highest degree
-    first, large coefficients short (1.64e6*batch*seq + 128*batch*seq^2)."""
+    first, large coefficients short (1.64e6*batch*seq + 128*batch*seq^2). A max of more than
+    ``max_args`` dims shows the largest ones by ``rank`` (a function of a dim) and how many
+    there are."""
     from shapeinfer.symbolic import atom_dim, plain
 
     if d is None:
@@ -305,6 +307,10 @@ def formula(d) -> str:
                 stack[:0] = list(inner.args)
             else:
                 args.append(a)
+        if max_args is not None and len(args) > max_args:
+            shown = sorted(args, key=lambda a: -(rank(a) if rank else 0))[:max_args]
+            return ("max(" + ", ".join(formula(a) for a in shown)
+                    + f", ... {len(args) - max_args} more; --json has every one)")
         return "max(" + ", ".join(formula(a) for a in args) + ")"
     terms = sorted(d.terms, key=lambda t: -sum(e for _, e in t[0]))
     pieces = []
@@ -365,8 +371,8 @@ def render_cost(report, width=None, top: int = 10) -> str:
     out.extend(_table([(n.name, n.op, shown(n.macs), shown(n.flops)) for n in ranked[:top]],
                       ("node", "op", "MACs", "FLOPs"), width, first=0) if ranked else ["  (none)"])
     out.append("")
-    peak = shown(report.activation_peak_bytes) if not isinstance(report.activation_peak_bytes, int) \
-        else human_bytes(report.activation_peak_bytes)
+    peak = formula(report.activation_peak_bytes, max_args=3, rank=at) \
+        if not isinstance(report.activation_peak_bytes, int) else human_bytes(report.activation_peak_bytes)
     acts = shown(report.activation_bytes) if not isinstance(report.activation_bytes, int) \
         else human_bytes(report.activation_bytes)
     out.append("totals" if bound else "formulas (the value where no dim is 0; --json has the exact form)")

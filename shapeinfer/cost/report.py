@@ -25,7 +25,7 @@ from ..symbolic import (Dim, EvaluationError, ExpressionTooLarge, add, atom_dim,
                         free_symbols, mul, provably_le, sub, to_str)
 from .formulas import CONTROL_FLOW, COUNTED_DOMAINS, node_cost, prod
 
-MAX_PEAK_CANDIDATES = 4  # past this many, the max gives way to one simpler upper bound
+MAX_PEAK_CANDIDATES = 16  # past this many, the max gives way to one simpler upper bound
 BITS = {TensorProto.FLOAT: 32, TensorProto.DOUBLE: 64, TensorProto.FLOAT16: 16, TensorProto.BFLOAT16: 16,
         TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
         TensorProto.INT32: 32, TensorProto.UINT32: 32, TensorProto.INT64: 64, TensorProto.UINT64: 64,
