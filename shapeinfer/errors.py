@@ -44,6 +44,17 @@ class InputShapeError(ValueError):
     name no graph input, or contradict the model (inference fails with them and not without)."""
 
 
+class InputShapeContradiction(InputShapeError, ShapeInferenceError):
+    """Input shapes under which inference fails while the model alone is valid: an
+    InputShapeError (the CLI says the shapes contradict the model, exit 2) that is also the
+    ShapeInferenceError met (node, op, rule), for callers that catch that."""
+
+    def __init__(self, message: str, error: ShapeInferenceError):
+        ShapeInferenceError.__init__(self, error.rule, node_name=error.node_name, op_type=error.op_type,
+                                     input_shapes=error.input_shapes)
+        self.args = (message,)
+
+
 class BindError(InputShapeError):
     """Sizes given for symbols (``cost(bind=)``, ``--bind``) that name no input symbol or are not
     sizes."""

@@ -149,8 +149,10 @@ def test_api_input_shapes_and_pass_names():
         shapeinfer.infer(model, input_shapes={"input_ids": [1, "a-b"]})
     with pytest.raises(shapeinfer.InputShapeError, match="has rank 2"):
         shapeinfer.infer(model, input_shapes={"input_ids": [1, 2, 3]})
-    with pytest.raises(shapeinfer.InputShapeError, match="contradict the model"):
+    with pytest.raises(shapeinfer.InputShapeError, match="contradict the model") as info:
         shapeinfer.infer(model, input_shapes={"input_ids": [1, 4], "attention_mask": [1, 5]})
+    # also the ShapeInferenceError met, for callers that catch that: the node, its op, the rule
+    assert isinstance(info.value, shapeinfer.ShapeInferenceError) and info.value.op_type == "Expand"
     report = OptimizeReport()
     shapeinfer.optimize(model, passes="fold-constants, dedupe", report=report)
     assert set(report.changes) == {"fold-constants", "dedupe"}

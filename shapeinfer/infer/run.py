@@ -8,7 +8,7 @@ from typing import Optional
 
 from onnx import ModelProto
 
-from ..errors import InputShapeError, ShapeInferenceError
+from ..errors import InputShapeContradiction, ShapeInferenceError
 from ..modelio.load import as_model
 from .annotate import annotate
 from .dim_names import identifier_dim_names
@@ -54,7 +54,7 @@ def contradiction(m, input_shapes: dict, error: ShapeInferenceError, assume_none
     except ShapeInferenceError:
         return  # the model is invalid as it is
     given = "; ".join(f"{k}=[{','.join(map(str, v))}]" for k, v in input_shapes.items())
-    raise InputShapeError(f"the input shapes given ({given}) contradict the model: {error}") from error
+    raise InputShapeContradiction(f"the input shapes given ({given}) contradict the model: {error}", error) from error
 
 
 def infer_shapes(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,
