@@ -71,11 +71,11 @@ def _parse_input_shape(values) -> dict:
         if name.strip() in out:
             raise click.BadParameter(f"input {name.strip()!r} is given twice", param_hint="--input-shape")
         parsed = []
-        for d in (dims.split(",") if dims.strip() else []):
+        for d in (_top_level_split(dims) if dims.strip() else []):
             d = d.strip()
             if not d:
                 raise click.BadParameter(f"{item!r}: empty dim", param_hint="--input-shape")
-            if d.lstrip("-").isdigit():
+            if d.isascii() and d.lstrip("-").isdigit():
                 if int(d) < 0:
                     raise click.BadParameter(f"{item!r}: dims cannot be negative", param_hint="--input-shape")
                 parsed.append(int(d))
@@ -92,6 +92,21 @@ def _parse_input_shape(values) -> dict:
                 parsed.append(d)
         out[name.strip()] = parsed
     return out
+
+
+def _top_level_split(text: str) -> list:
+    """``1,min(a,b),seq`` -> ["1", "min(a,b)", "seq"]: commas inside parentheses belong to the dim."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
 
 
 def _input_files(model, model_path: str) -> list:
@@ -177,6 +192,8 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
     from .render import render_table
 
     overrides = _parse_input_shape(input_shape)
+    if any(not op.strip() for op in ops):
+        raise click.BadParameter("an op type is a name, e.g. --op MatMul", param_hint="--op")
     threshold = _check_output_options(output, external_data, size_threshold)
     model = shapeinfer.load_model(model_path)
     model_dir = os.path.dirname(os.path.abspath(model_path))
@@ -246,11 +263,14 @@ def _parse_bind(bind) -> dict:
         name, _, vals = item.partition("=")
         name = name.strip()
         try:
-            sizes = [int(v) for v in vals.split(",") if v.strip()]
+            sizes = [int(v) for v in vals.split(",") if v.strip()] if vals.isascii() else []
         except ValueError:
             sizes = []
         if not name or not sizes or min(sizes) < 0:
             raise click.BadParameter(f"{item!r}: expected SYMBOL=V1,V2,... with sizes >= 0", param_hint="--bind")
+        if name in values:
+            raise click.BadParameter(f"{name!r} is given twice (give its sizes at once: {name}=V1,V2)",
+                                     param_hint="--bind")
         values[name] = sizes
     return values
 
@@ -329,6 +349,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
                          fold_float_math=fold_float_math, fuse_gemm=fuse_gemm, input_shapes=overrides,
                          write_shapes=not no_shapes, dim_names=dim_names, progress=progress, report=report)
     verdict = None
+    original = model
     if do_verify:
         from shapeinfer.optimizer.verify import bindings_for, verify
 
@@ -341,7 +362,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
     if verdict is not None and not verdict.ok:
         click.echo(_optimize_json(report, verdict, None) if as_json
                    else render_optimize(report, model_path, output, explain, verdict))
-        message, code = verify_failure(verdict, model)
+        message, code = verify_failure(verdict, original)
         click.echo(f"error: {message}", err=True)
         raise SystemExit(code)
     written = write_model(optimized, output, source_dir=model_dir, external_data=external_data,
@@ -353,18 +374,19 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
 
 
 def _with_fixed_inputs(model, overrides: dict, optimized=None):
-    """A copy of ``model`` whose overridden inputs have the shapes ``optimized`` has for them
-    (or, without it, the shapes given, symbols as dim names) -- the original as --verify runs it."""
+    """A copy of ``model`` whose inputs have the shapes ``optimized`` has for them (or, without
+    it, the overridden ones the shapes given, symbols as dim names) -- the original as --verify
+    runs it."""
     import onnx
 
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     fixed = {vi.name: vi for vi in optimized.graph.input} if optimized is not None else {}
     for vi in copy.graph.input:
-        if vi.name not in overrides:
-            continue
-        if vi.name in fixed:
+        if vi.name in fixed:  # (an input sharing a given input's dims was fixed too)
             vi.type.CopyFrom(fixed[vi.name].type)
+            continue
+        if vi.name not in overrides:
             continue
         shape = vi.type.tensor_type.shape
         shape.ClearField("dim")
@@ -412,7 +434,7 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
     values = {}
     for item in bind:
         name, _, v = item.partition("=")
-        if not name.strip() or not v.strip().isdigit():
+        if not name.strip() or not (v.strip().isascii() and v.strip().isdigit()):
             raise click.BadParameter(f"{item!r}: expected SYMBOL=SIZE with a size >= 0", param_hint="--bind")
         if name.strip() in values:
             raise click.BadParameter(f"{name.strip()!r} is given twice", param_hint="--bind")

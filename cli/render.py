@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from shapeinfer.infer.facts import dtype_name
 from shapeinfer.symbolic import plain, to_str, zero_cases
 
@@ -30,12 +32,43 @@ def _shown(result, name, cases: set = None) -> str:
     return "[" + ",".join(parts) + "]"
 
 
+def _safe(value) -> str:
+    """A cell's text with control characters (newlines, escape sequences in a node's name)
+    written as escapes: one line, nothing a terminal would act on."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _cells(text: str) -> int:
+    """Terminal cells text takes: East Asian wide and fullwidth characters take two."""
+    if text.isascii():
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else (0 if unicodedata.combining(c) else 1) for c in text)
+
+
+def _wrap(line: str, width: int) -> list:
+    """A prose line wrapped to ``width`` terminal cells (a table line, cut already, stays)."""
+    import textwrap
+
+    import click
+
+    cells = _cells(click.unstyle(line))
+    if cells <= width:
+        return [line]
+    line = click.unstyle(line)
+    return textwrap.wrap(line, max(20, width - (cells - len(line))), subsequent_indent="    ",
+                         break_on_hyphens=False) or [line]
+
+
 def _table(rows, headers, width=None, first=None) -> list:
     """Rows aligned in columns; with ``width``, columns are cut (cells end in "…") until a line
     fits it: column ``first`` (node names) down to NAME_COLUMN first, then the widest."""
-    widths = [max(len(str(r[i])) for r in rows + [headers]) for i in range(len(headers))]
+    rows = [[_safe(c) for c in r] for r in rows]
+    widths = [max(_cells(str(r[i])) for r in rows + [list(headers)]) for i in range(len(headers))]
     if width:
-        floors = [len(str(h)) for h in headers]
+        floors = [_cells(str(h)) for h in headers]
         if first is not None:
             over = 2 + sum(widths) + 2 * (len(widths) - 1) - width
             widths[first] -= max(0, min(over, widths[first] - max(NAME_COLUMN, floors[first])))
@@ -66,7 +99,17 @@ def _fit(widths: list, floors: list, width: int) -> list:
 
 def _cell(value, w: int) -> str:
     text = str(value)
-    return text.ljust(w) if len(text) <= w else text[:w - 1] + "…"
+    n = _cells(text)
+    if n <= w:
+        return text + " " * (w - n)
+    out, used = [], 0
+    for c in text:  # cut at w - 1 cells, then the ellipsis
+        k = _cells(c)
+        if used + k > w - 1:
+            break
+        out.append(c)
+        used += k
+    return "".join(out) + "…" + " " * (w - 1 - used)
 
 
 def _value(result, name) -> str:
@@ -168,10 +211,7 @@ def render_table(result, model_path: str, all_tensors: bool = False, ops=None, n
         if d.kind != "condition":  # unconfirmed conditions: `shapeinfer check` tests them
             out.append(str(d))
     if width:  # prose lines wrap at the width (the tables are cut to it above)
-        import textwrap
-
-        out = [w for line in out for w in (textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False)
-                                           if len(click.unstyle(line)) > width else [line])]
+        out = [w for line in out for w in _wrap(line, width)]
     return "\n".join(out)
 
 
@@ -390,8 +430,5 @@ def render_cost(report, width=None, top: int = 10) -> str:
     for note in report.notes:
         out.append(f"note: {note}")
     if width:
-        import textwrap
-
-        out = [w for line in out for w in (textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False)
-                                           if len(line) > width else [line])]
+        out = [w for line in out for w in _wrap(line, width)]
     return "\n".join(out)

@@ -430,3 +430,117 @@ def test_dim_names_option_on_the_command_line(tmp_path, command):
     params = {d.dim_param for vi in list(m.graph.value_info) + list(m.graph.output)
               for d in vi.type.tensor_type.shape.dim if d.dim_param}
     assert "batch_x_seq_plus_batch" in params or any(p.startswith("batch_x") for p in params), params
+
+
+# ------------------------------------------------------------------ regressions (an adversarial review)
+
+H18 = '<ir_version: 8, opset_import: ["" : 17]>\n'
+
+
+def _dims(vi):
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in vi.type.tensor_type.shape.dim]
+
+
+def test_a_placeholder_shared_by_different_unknown_dims_gives_way():
+    """out_dim_0 declared on [C*x_1] and on [x_1,C]: kept on both it would claim them equal."""
+    pytest.importorskip("onnxruntime")
+    model = parser.parse_model(H18 + """g (float[?,C] x) => (float[out_dim_0] a, float[out_dim_0,C] b) {
+        c = Constant<value = int64[1] {-1}>()  a = Reshape(x, c)  b = Relu(x) }""")
+    out = shapeinfer.optimize(model)
+    a, b = (_dims(o) for o in out.graph.output)
+    assert a[0] != b[0] and "out_dim_0" not in (a[0], b[0])
+    assert _check_written_against_runs(out, [({"x": np.zeros((2, 3), np.float32)}, {"C": 3})], {"x"}) >= 0
+
+
+def test_a_placeholder_for_one_unknown_dim_is_kept():
+    model = parser.parse_model(H18 + """g (float[?,C] x) => (float[rows,C] b) { b = Relu(x) }""")
+    assert _dims(shapeinfer.optimize(model).graph.output[0])[0] == "rows"
+
+
+def test_an_input_dim_name_that_reads_as_a_number_is_written_quoted():
+    pytest.importorskip("onnxruntime")
+    model = parser.parse_model(H18 + """g (float[B,"1"] x) => (float[B,"1"] y) { t = Relu(x)  y = Relu(t) }""")
+    out = shapeinfer.optimize(model)
+    assert _dims(out.graph.output[0])[1] == "'1'"
+    assert parse("'1'") != 1
+
+
+def test_fixing_one_input_fixes_the_dims_other_inputs_share(tmp_path):
+    pytest.importorskip("onnxruntime")
+    out = tmp_path / "shared.onnx"
+    r = CliRunner().invoke(cli, ["optimize", FIXTURE, "-o", str(out),
+                                 "--input-shape", "input_ids=1,seq", "--verify", "--bind", "seq=2,0,5"])
+    assert r.exit_code == 0, r.output
+    assert "attention_mask=[1,seq]" in r.output and "outputs identical" in r.output
+    m = onnx.load(out)
+    assert {i.name: _dims(i) for i in m.graph.input} == {"input_ids": [1, "seq"], "attention_mask": [1, "seq"]}
+    # in inference too
+    result = shapeinfer.infer(onnx.load(FIXTURE), input_shapes={"input_ids": [1, "seq"]})
+    assert result.shape("attention_mask")[0] == 1
+
+
+@pytest.mark.parametrize("text, given, message", [
+    ("g (float[N] x) => (float[?] v, int64[?] i) <int64[1] k = {2}> { v, i = TopK(x, k) }", {"x": [1]}, "k = 2"),
+    ("g (float[N,M] x) => (float[?,?,?] r) <int64[3] s = {0, -1, 2}> { r = Reshape(x, s) }", {"x": [0, 6]},
+     "next to a zero dim"),
+])
+def test_shapes_under_which_no_run_succeeds_contradict_the_model(text, given, message):
+    """Folded, such a node would make onnxruntime refuse the optimised model at load."""
+    model = parser.parse_model(H18 + text)
+    with pytest.raises(shapeinfer.InputShapeError, match=message):
+        shapeinfer.optimize(model, input_shapes=given)
+
+
+def test_topk_larger_than_a_symbolic_axis_is_a_condition_check_finds():
+    from shapeinfer.checker import check
+
+    model = parser.parse_model(H18 + "g (float[N] x) => (float[?] v, int64[?] i) <int64[1] k = {2}> { v, i = TopK(x, k) }")
+    f = [f for f in check(model).findings if f.code == "conditional-shape"]
+    assert f and f[0].message.startswith(("fails for N=0:", "fails for N=1:")), f
+
+
+def test_identifier_names_of_opaque_input_dims_map_to_their_printed_form():
+    import json
+
+    model = parser.parse_model(H18 + """g (float[B,"2*seq"] x, float[B,seq] z) => (float[?,?] y) {
+        y = Concat<axis=1>(x, z) }""")
+    out = shapeinfer.optimize(model, dim_names="identifiers")
+    mapping = json.loads(next(p.value for p in out.metadata_props if p.key == "shapeinfer.dim_names"))
+    x_dim = _dims(out.graph.input[0])[1]
+    y_dim = _dims(out.graph.output[0])[1]
+    assert free_symbols(parse(mapping[x_dim])) == {"2*seq"}  # one opaque name, not 2 times seq
+    assert free_symbols(parse(mapping[y_dim])) == {"2*seq", "seq"}
+
+
+def test_an_unsorted_model_comes_out_sorted():
+    model = parser.parse_model(H18 + "g (float[B,S] x) => (float[?,?] y) { y = Relu(t)  t = Transpose(x) }")
+    out = shapeinfer.optimize(model)
+    assert [n.op_type for n in out.graph.node] == ["Transpose", "Relu"]
+    onnx.checker.check_model(out, full_check=True)
+
+
+def test_table_cells_are_safe_and_measured_in_terminal_cells():
+    from shapeinfer_cli.render import _cells, _table
+
+    rows = [("节点节点节点节点", "Reshape", "[批次,序列]"), ("evil\x1b[31mRED\nX", "Expand", "[1,2]")]
+    lines = _table(rows, ("node", "op", "shape"), width=30, first=0)
+    assert all(_cells(line) <= 30 for line in lines), lines
+    assert not any("\x1b" in line or "\n" in line for line in lines)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["optimize", FIXTURE, "-o", "/nonexistent/_x.onnx", "--verify", "--bind", "seq=0", "--bind", "seq=1"],
+     "given twice"),
+    (["infer", FIXTURE, "--op", ""], "an op type is a name"),
+    (["infer", FIXTURE, "--input-shape", "input_ids=１,2"], "input_ids"),
+])
+def test_cli_messages(capsys, args, message):
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_dim_with_commas_inside_parentheses():
+    r = CliRunner().invoke(cli, [FIXTURE, "--input-shape", "input_ids=1,max(seq,2)",
+                                 "--input-shape", "attention_mask=1,max(seq,2)"])
+    assert r.exit_code == 0, r.output
+    assert "max(2,seq)" in r.output

@@ -8,19 +8,25 @@ from typing import Optional
 from onnx import ModelProto, TypeProto
 
 from ..modelio.wire import graph_patch, tensor_value_info, type_bytes
-from ..symbolic import Dim, to_str
+from ..symbolic import NAME_RE, Dim, to_str
 from .facts import Fact
 from .protos import clear_negative_dims, fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
 from .result import InferenceResult
 
 
-def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set) -> None:
+def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set, kept: dict) -> None:
     """Write our dim into a declared one. A declared name is kept where ours is unknown, or when
-    it names a dim of the graph inputs; any other name (an exporter's placeholder such as
-    ``MatMuloutput_dim_0``, or ``tokens``) gives way to the inferred dim -- what it equals stays
-    in result.declared_dims(). A declared size is kept where ours is unknown."""
+    it names a dim of the graph inputs and reads as that name in the printed syntax (``batch``;
+    not ``1``, which reads as a number: ours is then written, ``'1'``); any other name (an
+    exporter's placeholder such as ``MatMuloutput_dim_0``, or ``tokens``) gives way to the
+    inferred dim -- what it equals stays in result.declared_dims(). A name kept where ours is
+    unknown must stand for one dim: ``kept`` (name -> the dims it is kept for, see
+    _consistent_names) holds the names that do. A declared size is kept where ours is unknown."""
     if dim_proto.dim_param:
-        if result.is_unknown_dim(ours) or dim_proto.dim_param in input_names:
+        name = dim_proto.dim_param
+        if name in input_names and NAME_RE.match(name):
+            return
+        if result.is_unknown_dim(ours) and name in kept:
             return
         dim_proto.Clear()
     if dim_proto.HasField("dim_value") and result.is_unknown_dim(ours):
@@ -32,7 +38,7 @@ def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set) 
 
 
 def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declared: bool,
-                input_names: set) -> None:
+                input_names: set, kept: dict) -> None:
     """Write fact into a declared value's type, keeping the author's dims where they are given
     (unless the inputs were overridden: then the declared names may describe other shapes)."""
     if fact.type_proto is not None or not fact.dtype:
@@ -44,11 +50,29 @@ def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declar
     declared = list(tt.shape.dim) if tt.HasField("shape") else None
     if keep_declared and declared is not None and len(declared) == len(fact.shape):
         for dim_proto, ours in zip(tt.shape.dim, fact.shape):
-            _merge_dim(dim_proto, ours, result, input_names)
+            _merge_dim(dim_proto, ours, result, input_names, kept)
         return
     tt.ClearField("shape")
     tt.shape.SetInParent()
     fill_shape_proto(tt.shape, fact.shape)
+
+
+def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
+    """The declared dim names (outputs, value_info) that may be kept where inference does not
+    know the dim: those kept for one dim only. A placeholder an exporter put on two outputs
+    (``out_dim_0`` for both ``[C*x_1]`` and ``[x_1,C]``) claims they are equal; kept on both,
+    it would write that claim -- it gives way to the inferred dims instead."""
+    seen: dict = {}
+    for vi in list(graph.output) + list(graph.value_info):
+        fact = result.facts.get(vi.name)
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if fact is None or fact.shape is None or tt is None or not tt.HasField("shape") \
+                or len(tt.shape.dim) != len(fact.shape):
+            continue
+        for dim_proto, ours in zip(tt.shape.dim, fact.shape):
+            if dim_proto.dim_param and result.is_unknown_dim(ours) and dim_proto.dim_param not in input_names:
+                seen.setdefault(dim_proto.dim_param, set()).add(ours)
+    return {name for name, dims in seen.items() if len(dims) == 1}
 
 
 def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None,
@@ -70,7 +94,8 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     clear_negative_dims(g)
     for vi in g.input:
         fact = result.facts.get(vi.name)
-        if input_shapes and vi.name in input_shapes and fact is not None and fact.shape is not None:
+        if input_shapes and (vi.name in input_shapes or vi.name in result.fixed_inputs) and fact is not None \
+                and fact.shape is not None:
             vi.type.tensor_type.ClearField("shape")
             vi.type.tensor_type.shape.SetInParent()
             fill_shape_proto(vi.type.tensor_type.shape, fact.shape)
@@ -80,6 +105,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     inits = {t.name for t in g.initializer}
     input_names = {d.dim_param for i in g.input if i.name not in inits and i.type.HasField("tensor_type")
                    for d in i.type.tensor_type.shape.dim if d.dim_param}
+    kept = _consistent_names(g, result, input_names)
     appended: list = []  # new value_info entries, as wire bytes (see modelio/wire.py)
     by_kid: dict = {}  # Fact.kid -> its type's bytes (facts with one number have one type)
     facts = result.facts
@@ -88,7 +114,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
         if fact is None or name in known_elsewhere:
             continue
         if name in outputs:
-            _write_type(outputs[name].type, fact, result, not input_shapes, input_names)
+            _write_type(outputs[name].type, fact, result, not input_shapes, input_names, kept)
             continue
         vi = existing.get(name)
         if vi is None:
@@ -106,7 +132,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
                         tb = by_kid[kid] = type_bytes(fact.dtype, fact.shape)
                     appended.append(tensor_value_info(name, fact.dtype, fact.shape, tb))
             continue
-        _write_type(vi.type, fact, result, not input_shapes, input_names)
+        _write_type(vi.type, fact, result, not input_shapes, input_names, kept)
     if appended:
         out.MergeFromString(graph_patch(appended))
     return out

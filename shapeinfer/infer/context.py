@@ -112,7 +112,7 @@ class NodeContext:
 
     def condition(self, message: str, kind: str, a, b) -> None:
         """The node is valid only when a == b (kind "equal"), a and b broadcast together
-        ("broadcast") or a is a multiple of b ("multiple"):
+        ("broadcast"), a <= b ("le") or a is a multiple of b ("multiple"):
         a check warning (shapeinfer check looks for values of the symbols that break it)."""
         dims = (kind, a, b)
         self.engine.warn(self.node, message, kind="condition", severity="info", dims=dims)

@@ -14,6 +14,7 @@ import re
 
 from onnx import AttributeProto
 
+from ..symbolic.printing import quote_name
 from .protos import DIM_SYNTAX_KEY
 
 DIM_NAMES_KEY = "shapeinfer.dim_names"  # metadata_props: JSON {identifier: expression}
@@ -70,19 +71,30 @@ def _dims(vi):
 
 def identifier_dim_names(model) -> dict:
     """Rename, in place, every dim_param of ``model`` that is not an identifier; return the
-    mapping {identifier: expression} (also stored in metadata_props under DIM_NAMES_KEY)."""
-    dims = [d for vi in _value_infos(model.graph) for d in _dims(vi) if d.HasField("dim_param")]
-    taken = {d.dim_param for d in dims if IDENTIFIER.match(d.dim_param)}
+    mapping {identifier: expression} (also stored in metadata_props under DIM_NAMES_KEY).
+
+    The main graph's inputs name their dims opaquely (``2*seq`` there is one name, which the
+    printed syntax elsewhere writes quoted, ``'2*seq'``): such a name is read in its printed
+    form, so that the input and every dim made of it get one identifier, and the mapping's
+    expressions all read in the printed syntax."""
+    dims = []  # (dim proto, the expression it stands for in the printed syntax)
+    main_inputs = len(model.graph.input)
+    for k, vi in enumerate(_value_infos(model.graph)):
+        opaque = k < main_inputs  # (_value_infos yields the main graph's inputs first)
+        for d in _dims(vi):
+            if d.HasField("dim_param"):
+                dims.append((d, quote_name(d.dim_param) if opaque else d.dim_param))
+    taken = {expr for _, expr in dims if IDENTIFIER.match(expr)}
     names: dict = {}  # expression -> identifier
-    for expr in sorted({d.dim_param for d in dims if not IDENTIFIER.match(d.dim_param)}):
+    for expr in sorted({expr for _, expr in dims if not IDENTIFIER.match(expr)}):
         name = _readable(expr)
         if len(name) > MAX_NAME or not IDENTIFIER.match(name) or name in taken:
             name = _hashed(expr)
         taken.add(name)
         names[expr] = name
-    for d in dims:
-        if d.dim_param in names:
-            d.dim_param = names[d.dim_param]
+    for d, expr in dims:
+        if expr in names:
+            d.dim_param = names[expr]
     mapping = {v: k for k, v in names.items()}
     for key in (DIM_NAMES_KEY, DIM_SYNTAX_KEY):  # the dims no longer use the printed syntax
         for k in reversed(range(len(model.metadata_props))):

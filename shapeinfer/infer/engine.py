@@ -106,6 +106,8 @@ class Engine:
         self.keep_going = keep_going
         self.base_dir = base_dir  # where external data lives (None: it is not read at all)
         self.input_shapes = dict(input_shapes or {})
+        self._shared: dict = {}  # see _shared_dims
+        self.propagated: set = set()
         # Opt-in: no tensor is empty -- every dim of every tensor is at least 1. Symbols named
         # on graph inputs then carry the lower bound 1 (all others stay >= 0), and a dim that is
         # the size of some tensor (tensor_dims) counts as positive where that matters.
@@ -185,6 +187,7 @@ class Engine:
             facts[t.name] = Fact(dtype=t.data_type, shape=tuple(int(d) for d in t.dims), value=value)
         for t in graph.sparse_initializer:
             facts[t.values.name] = Fact(dtype=t.values.data_type, shape=tuple(int(d) for d in t.dims))
+        self._shared = self._shared_dims(graph, init_names)
         for vi in graph.input:
             fact = self._input_fact(vi)
             if vi.name in init_names:
@@ -196,11 +199,43 @@ class Engine:
         self.produced = self.run_nodes(graph.node, facts, self.opsets, None)
         return facts
 
+    def _shared_dims(self, graph, init_names: set) -> dict:
+        """{dim_param: the dim given for it}: names the declared shapes of inputs whose shapes
+        the caller gives (input_shapes) bind -- ``batch`` of ``input_ids: [batch,seq]`` given
+        as ``[1,seq]`` is 1 -- for the other inputs that declare them (``attention_mask:
+        [batch,seq]`` is then ``[1,seq]``, the dims the model declares equal staying equal). A
+        name given two different dims binds nothing."""
+        shared: dict = {}
+        clash: set = set()
+        for vi in graph.input:
+            override = self.input_shapes.get(vi.name)
+            tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+            if override is None or vi.name in init_names or tt is None or not tt.HasField("shape") \
+                    or len(tt.shape.dim) != len(override):
+                continue
+            for dp, d in zip(tt.shape.dim, override):
+                if dp.dim_param:
+                    given = d if isinstance(d, int) and not isinstance(d, bool) else self.symbols.given(str(d))
+                    if shared.setdefault(dp.dim_param, given) != given:
+                        clash.add(dp.dim_param)
+        for name in clash:
+            del shared[name]
+        self.propagated = set()  # inputs not given whose shapes take some of these dims
+        if shared:
+            for vi in graph.input:
+                tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+                if vi.name not in self.input_shapes and vi.name not in init_names and tt is not None \
+                        and any(dp.dim_param in shared for dp in tt.shape.dim):
+                    self.propagated.add(vi.name)
+        return shared
+
     def _input_fact(self, vi) -> Fact:
+        shared = self._shared if vi.name in self.propagated else {}
         fact = fact_from_type(
             vi.type,
             lambda: self.symbols.mint(f"{vi.name}", origin=f"input {vi.name}", positive=self.assume_nonempty),
-            self.symbols.param,
+            (lambda text: shared[text] if text in shared else self.symbols.param(text)) if shared
+            else self.symbols.param,
         )
         override = self.input_shapes.get(vi.name)
         if override is not None:

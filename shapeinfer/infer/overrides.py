@@ -13,17 +13,17 @@ EXAMPLE = "{'x': [1, 'seq', 768]}"
 
 def check_input_shapes(model, input_shapes) -> dict:
     """``input_shapes`` as {input name: [int or dim text]}, checked against the model: a
-    mapping (else TypeError) from the name of a graph input (not an initializer) to a list of
+    mapping (else TypeError) from the name of a graph input to a list of
     dims, each an int >= 0 or the text of a dim that cannot be negative (``seq``, ``2*seq+1``),
-    as many as the input's declared rank. Raises InputShapeError otherwise."""
+    as many as the input's declared rank. (An initializer listed as a graph input is an input
+    whose default it is: its shape may be given too.) Raises InputShapeError otherwise."""
     if input_shapes is None:
         return {}
     if not isinstance(input_shapes, Mapping):
         raise TypeError(f"input_shapes must map input names to lists of dims, e.g. {EXAMPLE}; "
                         f"got {type(input_shapes).__name__}")
     graph = model.graph
-    inits = {t.name for t in graph.initializer}
-    inputs = {vi.name: vi for vi in graph.input if vi.name not in inits}
+    inputs = {vi.name: vi for vi in graph.input}  # (an initializer listed as an input too: its default)
     out = {}
     for name, dims in input_shapes.items():
         if not isinstance(name, str):

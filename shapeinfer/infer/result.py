@@ -32,6 +32,8 @@ class InferenceResult:
         self.minted: dict = dict(engine.symbols.minted)
         self._unknown_dims: dict = {}  # dim -> is_unknown_dim(dim)
         self._produced: list = engine.produced
+        # inputs whose shapes come from the caller's input_shapes: given, or sharing a given dim
+        self.fixed_inputs: set = set(engine.input_shapes) | set(engine.propagated)
         self.assumptions: list = (
             ["no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)"] if engine.assume_nonempty else []
         )

@@ -20,8 +20,9 @@ from onnx import AttributeProto, ModelProto, helper
 from ..infer.overrides import check_input_shapes
 from ..infer.dim_names import identifier_dim_names
 from ..infer.run import check_dim_names, infer
+from ..symbolic import to_str
 from ..modelio.load import load_model
-from ..graph.structure import validate_structure
+from ..graph.structure import topological_order, validate_structure
 from ..infer.engine import paused_gc
 from ..infer.protos import clear_negative_dims
 from ..fold.folder import DEFAULT_BUDGET_BYTES
@@ -268,6 +269,7 @@ class PassManager:
         if overridable:  # their defaults, as the model had them
             current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
         _outputs_made_by_nodes(current.graph, src, opsets.get("", 0))
+        _sorted_nodes(current.graph)
         if src.ir_version < 4 and any(t.name not in {i.name for i in current.graph.input} for t in current.graph.initializer):
             # Before IR 4 every initializer is also an input the caller may override: constants
             # folding made need IR 4 (the first to have constant initializers; the model's own
@@ -277,8 +279,11 @@ class PassManager:
             report.changes.setdefault("export", []).append(
                 f"IR version {src.ir_version} -> 4: folded constants are initializers, which IR 3 would list as inputs")
         if fixed:
+            shared = [f"{vi.name}=[{','.join(to_str(d) for d in facts.shape(vi.name))}]" for vi in src.graph.input
+                      if vi.name in facts.fixed_inputs and vi.name not in fixed and facts.shape(vi.name) is not None]
             report.assumptions.append("inputs fixed: " + "; ".join(
-                f"{k}=[{','.join(map(str, v))}]" for k, v in fixed.items()))
+                f"{k}=[{','.join(map(str, v))}]" for k, v in fixed.items())
+                + (f" (and, sharing their dims, {'; '.join(shared)})" if shared else ""))
         if self.write_shapes or fixed:
             self._write_shapes(current, facts, fixed)
         if self.dim_names == "identifiers":
@@ -348,12 +353,25 @@ _LIST_TYPES = frozenset({AttributeProto.INTS, AttributeProto.FLOATS, AttributePr
                          AttributeProto.GRAPHS, AttributeProto.SPARSE_TENSORS, AttributeProto.TYPE_PROTOS})
 
 
+def _sorted_nodes(graph) -> None:
+    """Put the main graph's nodes in topological order where they are not (onnxruntime loads a
+    model out of order, and onnx.checker refuses it; the model given may have been)."""
+    nodes = topological_order(graph.node)
+    if all(a is b for a, b in zip(nodes, graph.node)):
+        return
+    ordered = [type(n)() for n in nodes]
+    for copy, n in zip(ordered, nodes):
+        copy.CopyFrom(n)
+    del graph.node[:]
+    graph.node.extend(ordered)
+
+
 def _fixed_inputs(graph, facts, fixed: dict) -> None:
     """Write the input shapes the caller fixed into the graph's inputs."""
     from ..infer.protos import fill_shape_proto
 
     for vi in graph.input:
-        fact = facts.fact(vi.name) if vi.name in fixed else None
+        fact = facts.fact(vi.name) if vi.name in fixed or vi.name in facts.fixed_inputs else None
         if fact is not None and fact.shape is not None:
             vi.type.tensor_type.ClearField("shape")
             vi.type.tensor_type.shape.SetInParent()

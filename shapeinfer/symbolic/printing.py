@@ -99,7 +99,7 @@ def to_str(d: Dim) -> str:
     return num
 
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*/%(),])|'((?:[^'\\]|\\.)*)')")
+_TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*/%(),])|'((?:[^'\\]|\\.)*)')")
 _UNESCAPE = re.compile(r"\\(.)")
 # The calls and operators of the atom kinds (``*`` is the polynomial product).
 _CALLS = {k.call: k for k in KINDS if k.call is not None}

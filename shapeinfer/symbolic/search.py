@@ -13,13 +13,19 @@ PROBES = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 33, 63, 64, 65, 100, 127
 
 
 def holds(kind, a, b):
-    """A test of a binding: a == b ("equal"), a and b broadcast together ("broadcast"), or a
-    is a multiple of b (otherwise)."""
+    """A test of a binding: a == b ("equal"), a and b broadcast together ("broadcast"), a <= b
+    ("le"), or a is a multiple of b (otherwise)."""
     if kind == "broadcast":
         return broadcasts((a, b))
 
     def equal(binding):
         return evaluate(a, binding) == evaluate(b, binding)
+
+    def at_most(binding):
+        return evaluate(a, binding) <= evaluate(b, binding)
+
+    if kind == "le":
+        return at_most
 
     def multiple(binding):
         x, y = evaluate(a, binding), evaluate(b, binding)

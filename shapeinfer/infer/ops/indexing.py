@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
-from ...symbolic import mul, truediv
+from ...symbolic import mul, provably_le, to_str, truediv
 from ..facts import Fact, as_dim
 from ..registry import rule
 from ._util import broadcast_shapes, normalize_axis, value_entries
@@ -56,6 +56,14 @@ def _topk(ctx, k):
         return None
     axis = normalize_axis(ctx, ctx.attr("axis", -1), len(data.shape))
     out = list(data.shape)
+    if k is not None:  # k elements of the axis: at most its size (onnx's inference and onnxruntime refuse more)
+        size = data.shape[axis]
+        if isinstance(k, int) and k < 0:
+            raise ctx.error(f"k = {k} is negative")
+        if isinstance(k, int) and isinstance(size, int) and k > size:
+            raise ctx.error(f"k = {k} is more than the {size} elements along axis {axis}")
+        if not provably_le(k, size):
+            ctx.condition(f"valid only when k = {to_str(k)} <= {to_str(size)}, the size of axis {axis}", "le", k, size)
     out[axis] = k if k is not None else ctx.fresh("topk")
     return [Fact(dtype=data.dtype, shape=tuple(out)), Fact(dtype=INT64, shape=tuple(out))]
 

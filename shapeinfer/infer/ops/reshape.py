@@ -93,9 +93,8 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
         others = [d for j, d in enumerate(out) if j != infer_at]
         if total_in is not None and all(d is not None for d in others):
             denom = prod(others)
-            if denom == 0:
-                if total_in != 0 and isinstance(total_in, int):
-                    raise ctx.error(f"shape {_spec_str(spec)}: -1 cannot be inferred next to a zero dim")
+            if denom == 0:  # no size makes the count match uniquely (onnxruntime refuses it too)
+                raise ctx.error(f"shape {_spec_str(spec)}: -1 cannot be inferred next to a zero dim")
             else:
                 q = truediv(total_in, denom)
                 if not isinstance(q, int) and constant_value(q) is not None:  # a fraction

@@ -141,8 +141,10 @@ class PassContext:
             if self._retyped:  # (a node filed under two ops may be in found twice)
                 found = list({id(n): n for n in found}.values())
             found.sort(key=lambda n: pos[id(n)])
+        plain = not self.local_functions  # (then op() is node.op for the default domain)
         for node in found:
-            if self.op(node) in wanted:
+            op = node.op
+            if op in wanted and (plain and (not node.domain or node.domain == "ai.onnx") or self.op(node) == op):
                 yield node
 
     def _op_index(self) -> dict:
