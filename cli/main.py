@@ -426,7 +426,7 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
     """MACs, FLOPs, parameters and activation memory of MODEL, as formulas in its input dims
     (or numbers with --bind)."""
     import shapeinfer
-    from shapeinfer.cost import cost
+    from shapeinfer.costs import cost
     from shapeinfer.errors import BindError
 
     from .render import render_cost

@@ -308,6 +308,8 @@ def verify_failure(verdict, model) -> tuple:
 def short_number(n) -> str:
     """385280 -> '385.3 K'; 1.8e9 -> '1.80 G' (K, M, G, T: powers of 1000)."""
     n = float(n)
+    if abs(n) >= 1e15:
+        return f"{n:.3g}"
     for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(n) >= size:
             return f"{n / size:.2f} {unit}"
@@ -411,18 +413,23 @@ def render_cost(report, width=None, top: int = 10) -> str:
     out.extend(_table([(n.name, n.op, shown(n.macs), shown(n.flops)) for n in ranked[:top]],
                       ("node", "op", "MACs", "FLOPs"), width, first=0) if ranked else ["  (none)"])
     out.append("")
-    peak = formula(report.activation_peak_bytes, max_args=3, rank=at) \
-        if not isinstance(report.activation_peak_bytes, int) else human_bytes(report.activation_peak_bytes)
-    acts = shown(report.activation_bytes) if not isinstance(report.activation_bytes, int) \
-        else human_bytes(report.activation_bytes)
+    def count(d) -> str:
+        if isinstance(d, int):
+            return f"{d:,} ({short_number(d)})"
+        return "? (a shape it needs is not known)" if d is None else formula(d)
+
+    def size(d, **kw) -> str:
+        if isinstance(d, int):
+            return human_bytes(d)
+        return "? (a shape it needs is not known)" if d is None else formula(d, **kw) + " bytes"
+
     out.append("totals" if bound else "formulas (the value where no dim is 0; --json has the exact form)")
-    out.append(f"  MACs   = {shown(report.macs) if not bound else f'{report.macs:,} ({short_number(report.macs)})'}")
-    out.append(f"  FLOPs  = {shown(report.flops) if not bound else f'{report.flops:,} ({short_number(report.flops)})'}")
+    out.append(f"  MACs   = {count(report.macs)}")
+    out.append(f"  FLOPs  = {count(report.flops)}")
     out.append(f"  params = {report.params:,} ({human_bytes(report.param_bytes)})")
-    out.append(f"  activations: every tensor = {acts} bytes" if not bound else
-               f"  activations: every tensor = {human_bytes(report.activation_bytes)}")
-    out.append(f"  activation peak{' (upper bound)' if report.peak_is_bound else ''} = {peak}"
-               + ("" if isinstance(report.activation_peak_bytes, int) else " bytes"))
+    out.append(f"  activations: every tensor = {size(report.activation_bytes)}")
+    out.append(f"  activation peak{' (upper bound)' if report.peak_is_bound else ''} = "
+               f"{size(report.activation_peak_bytes, max_args=3, rank=at)}")
     if report.unknown_symbols:
         out.append("")
         for s, origin in report.unknown_symbols.items():

@@ -64,7 +64,7 @@ def cost(model, *, bind: Optional[dict] = None, input_shapes: Optional[dict] = N
     activation memory, per node and in total, as formulas in the input dims -- or, with
     ``bind`` ({symbol: size}), as integers. Raises what :func:`infer` raises, and
     :class:`BindError` for a bound name that is no input symbol or a size that is not >= 0."""
-    from .cost import cost as _cost
+    from .costs import cost as _cost
 
     return _cost(model, bind=bind, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
 
@@ -79,7 +79,7 @@ def __getattr__(name):  # the report types, imported when first asked for
 
         return UnknownPassError
     if name == "CostReport":
-        from .cost import CostReport
+        from .costs import CostReport
 
         return CostReport
     if name == "CheckReport":

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from onnx import helper, parser
 
 import shapeinfer
-from shapeinfer.cost import cost
+from shapeinfer.costs import cost
 from shapeinfer.symbolic import evaluate, free_symbols
 from shapeinfer_cli.main import cli
 from tests import corpus
@@ -284,3 +284,92 @@ def test_published_figures(name, macs, params):
         bound = cost(model, bind={"batch": b, "height": h, "width": w}, base_dir=folder)
         assert evaluate(report.macs, {"batch": b, "height": h, "width": w}) == bound.macs
     assert cost(model, bind={"batch": 4, "height": 224, "width": 224}, base_dir=folder).macs == 4 * at224.macs
+
+
+# ------------------------------------------------------------------ regressions (an adversarial review)
+
+
+def test_the_api_function_survives_importing_the_package():
+    import shapeinfer.costs  # noqa: F401 - a subpackage named like the function would replace it
+
+    model = onnx.load(os.path.join(HERE, "..", "fixtures", "tiny_bert.onnx"))
+    assert shapeinfer.cost(model).macs == shapeinfer.cost(model).macs
+    assert shapeinfer.CostReport is type(shapeinfer.cost(model))
+
+
+def test_binding_sizes_where_the_model_is_invalid_is_a_bind_error(capsys):
+    model = parser.parse_model(H + "g (float[A] x, float[B] z) => (float y) { y = Add(x, z) }")
+    model.graph.output[0].type.tensor_type.ClearField("shape")
+    with pytest.raises(shapeinfer.BindError, match="invalid at A=2, B=3"):
+        cost(model, bind={"A": 2, "B": 3})
+    assert cost(model, bind={"A": 3, "B": 3}).flops == 3
+    from shapeinfer_cli.main import main
+
+    assert main(["cost", _save(model, "add.onnx"), "--bind", "A=2", "--bind", "B=3"]) == 2
+    assert "invalid at A=2, B=3" in capsys.readouterr().err
+
+
+def test_a_partial_binding_substitutes_what_it_binds():
+    model = parser.parse_model(H + "g (float[B,S] x, float[S,4] w) => (float y) { y = MatMul(x, w) }")
+    model.graph.output[0].type.tensor_type.ClearField("shape")
+    report = cost(model, bind={"S": 3})
+    assert report.macs == shapeinfer.symbolic.parse("12*B")
+
+
+def test_fused_matmul_with_transposed_batch_contracts_over_the_first_dim():
+    model = onnx.helper.make_model(onnx.helper.make_graph(
+        [helper.make_node("FusedMatMul", ["a", "b"], ["y"], domain="com.microsoft", transA=1, transBatchA=1)], "g",
+        [helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, ["K", "B", "M"]),
+         helper.make_tensor_value_info("b", onnx.TensorProto.FLOAT, ["B", "K", "N"])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["B", "M", "N"])]),
+        opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)])
+    node = model.graph.node[0]
+    from shapeinfer.costs.formulas import node_cost
+
+    shapes = {"a": (5, 2, 3), "b": (2, 5, 7), "y": (2, 3, 7)}
+    assert node_cost(node, shapes.get)[0] == 2 * 3 * 7 * 5
+
+
+def test_the_peak_keeps_what_a_subgraph_reads_until_its_node():
+    model = parser.parse_model(H + """
+        g (float[N] x, bool c) => (float y) {
+          e = Exp(x)  s = ReduceSum<keepdims = 0>(x)
+          y = If(c) <then_branch = t () => (float a) { a = Identity(e) },
+                     else_branch = f () => (float b) { b = Neg(e) }> }""")
+    model.graph.output[0].type.tensor_type.ClearField("shape")
+    report = cost(model, bind={"N": 100})
+    # x (400) and e (400) live together until the If reads e; then y (400)
+    assert report.activation_peak_bytes >= 800 + 4
+
+
+def test_the_simpler_upper_bound_is_above_every_candidate():
+    from shapeinfer.costs.report import _upper_bound
+    from shapeinfer.symbolic import parse as p
+
+    cands = [p("4*A*B-4*A+100"), p("8*A+5"), p("2*A*B")]
+    bound = _upper_bound(cands)
+    for a in range(0, 20):
+        for b in range(0, 6):
+            assert evaluate(bound, {"A": a, "B": b}) >= max(evaluate(c, {"A": a, "B": b}) for c in cands)
+
+
+def test_parameters_of_constant_lists_and_sparse_initializers():
+    from onnx import numpy_helper
+
+    model = parser.parse_model(H + "g (float[B,3] x) => (float y) { c = Constant<value_floats = [1.0, 2.0, 3.0]>()"
+                                   "  y = Add(x, c) }")
+    assert cost(model).params == 3 and cost(model).param_bytes == 12
+    model = parser.parse_model(H + "g (float[B,3] x) => (float y) { y = Add(x, sp) }")
+    model.graph.sparse_initializer.append(helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.0], np.float32), "sp"), numpy_helper.from_array(np.array([1], np.int64), "i"),
+        [3]))
+    assert cost(model).params == 3
+
+
+def test_a_node_whose_shapes_are_unknown_makes_the_total_unknown():
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("w", onnx.TensorProto.FLOAT, ["K", "N"])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    report = cost(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]))
+    assert report.macs is None and any("MACs not known" in n for n in report.notes)

@@ -2,7 +2,7 @@
 the folders below it, and no module imports another module's private (``_``) names.
 
 Bottom to top: errors, semantics, symbolic (the algebra), modelio (model files), graph
-(structure), fold (exact kernels), infer (the engine), checker, cost, optimizer, api (the facade).
+(structure), fold (exact kernels), infer (the engine), checker, costs, optimizer, api (the facade).
 README's Layout section lists them in this order."""
 
 import ast
@@ -10,7 +10,7 @@ import pathlib
 
 import pytest
 
-ORDER = ["errors", "semantics", "symbolic", "modelio", "graph", "fold", "infer", "checker", "cost", "optimizer", "api"]
+ORDER = ["errors", "semantics", "symbolic", "modelio", "graph", "fold", "infer", "checker", "costs", "optimizer", "api"]
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "shapeinfer"
 CLI = pathlib.Path(__file__).resolve().parent.parent / "cli"
 

@@ -67,11 +67,14 @@ def _out(node, i: int) -> str:
 
 
 def _matmul(node, shape: ShapeOf, a_index=0, trans_attr=None) -> Optional[Dim]:
-    """Output elements x K, K the last dim of A (the first before a transpose)."""
+    """Output elements x K, K the last dim of A (its rows' dim under a transpose: the one before
+    the last, or the first where FusedMatMul's transBatchA moves that after the batch dims)."""
     a, out = shape(_in(node, a_index)), shape(_out(node, 0))
     if not a or out is None:
         return None
-    k = a[-2] if trans_attr and _attr(node, trans_attr, 0) and len(a) >= 2 else a[-1]
+    k = a[-1]
+    if trans_attr and _attr(node, trans_attr, 0) and len(a) >= 2:
+        k = a[0] if _attr(node, "transBatchA", 0) and len(a) > 2 else a[-2]
     return mul(prod(out), k)
 
 

@@ -13,16 +13,17 @@ and the report says so. Bound, every figure is computed from the evaluated sizes
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from onnx import AttributeProto, TensorProto
 
-from ..errors import BindError
+from ..errors import BindError, ShapeInferenceError
 from ..infer.run import infer
 from ..modelio.load import as_model
 from ..symbolic import (Dim, EvaluationError, ExpressionTooLarge, add, atom_dim, bounds, dmax, evaluate, floordiv,
-                        free_symbols, mul, provably_le, sub, to_str)
+                        free_symbols, mul, provably_le, sub, substitute, to_str)
 from .formulas import CONTROL_FLOW, COUNTED_DOMAINS, node_cost, prod
 
 MAX_PEAK_CANDIDATES = 16  # past this many, the max gives way to one simpler upper bound
@@ -140,6 +141,17 @@ def cost(model, *, bind: Optional[Mapping[str, int]] = None, input_shapes: Optio
     report.unknown_symbols = {s: result.minted[s] for s in result.symbols() if s in result.minted}
     binding = _check_binding(bind, report.symbols, report.unknown_symbols)
     report.binding = binding
+    at_inputs = {k: v for k, v in binding.items() if k in report.symbols}
+    if at_inputs:  # inference at those sizes: every shape exact there, and a size the model refuses said so
+        sized = _inputs_at(m, result, at_inputs, input_shapes)
+        try:
+            result = infer(m, input_shapes=sized, assume_nonempty=assume_nonempty, base_dir=base_dir)
+        except ShapeInferenceError as e:
+            raise BindError(f"the model is invalid at {', '.join(f'{k}={v}' for k, v in at_inputs.items())}: "
+                            f"{getattr(e, 'rule', e)} (node {e.node_name!r}, {e.op_type})") from e
+        minted = {s: result.minted[s] for s in result.symbols() if s in result.minted}
+        binding = {k: v for k, v in binding.items() if k not in report.symbols and k in minted}
+        report.unknown_symbols = minted
 
     def value(d):
         """d, or its value at the binding (an int; None where the binding leaves it open)."""
@@ -148,7 +160,12 @@ def cost(model, *, bind: Optional[Mapping[str, int]] = None, input_shapes: Optio
         try:
             v = evaluate(d, binding)
         except (EvaluationError, KeyError, ArithmeticError):
-            return None if free_symbols(d) <= binding.keys() else d
+            if free_symbols(d) <= binding.keys():
+                return None
+            try:  # a symbol left unbound (a size known only at run time): the rest bound
+                return substitute(d, binding)
+            except (EvaluationError, ArithmeticError):
+                return d
         return int(v) if hasattr(v, "denominator") and v.denominator == 1 else v
 
     def shape(name):
@@ -184,22 +201,42 @@ def cost(model, *, bind: Optional[Mapping[str, int]] = None, input_shapes: Optio
         op = node.op_type if domain == "" else f"{domain}.{node.op_type}"
         report.nodes.append(NodeCost(label, op, macs, flops, out_bytes))
         if macs is None or flops is None:
-            report.notes.append(f"{label} ({op}): {'MACs' if macs is None else 'FLOPs'} not counted: a shape it "
-                                "needs is not known")
-        total_macs = _plus(total_macs, macs if macs is not None else 0)
-        total_flops = _plus(total_flops, flops if flops is not None else 0)
+            report.notes.append(f"{label} ({op}): {'MACs' if macs is None else 'FLOPs'} not known: a shape it "
+                                "needs is not known (the total is unknown too)")
+        total_macs = _plus(total_macs, macs)
+        total_flops = _plus(total_flops, flops)
         activations = _plus(activations, out_bytes)
     if skipped_ops:
         report.notes.append(f"ops of other domains not counted: {', '.join(sorted(skipped_ops))}")
     report.macs, report.flops, report.activation_bytes = total_macs, total_flops, activations
     for key, what in (("macs", "MACs"), ("flops", "FLOPs"), ("activation_bytes", "activation bytes")):
         if getattr(report, key) is None:
-            report.notes.append(f"the total of {what} passes the expression budget or needs an unknown shape: "
-                                "see the per-op and per-node figures, or bind the symbols")
+            report.notes.append(f"the total of {what} is not known: a node's is not (see the notes above), or the "
+                                "sum passes the expression budget (bind the symbols)")
     for name, (f, s) in _inputs(graph, result).items():
         elements[name] = None if f is None or s is None or not f.dtype else tensor_bytes(prod(s), f.dtype)
     report.activation_peak_bytes, report.peak_is_bound = _peak(graph, elements, value, report.notes)
     return report
+
+
+def _inputs_at(m, result, binding: dict, input_shapes: Optional[dict]) -> dict:
+    """input_shapes for the graph inputs whose dims hold bound symbols: those dims at the
+    binding (ints, or the printed form of what stays symbolic)."""
+    out = dict(input_shapes or {})
+    init = {t.name for t in m.graph.initializer}
+    for vi in m.graph.input:
+        shape = result.shape(vi.name)
+        if vi.name in init or shape is None or not any(free_symbols(d) & binding.keys() for d in shape):
+            continue
+        dims = []
+        for d in shape:
+            v = substitute(d, binding) if free_symbols(d) & binding.keys() else d
+            dims.append(int(v) if isinstance(v, int) else to_str(v))
+        if any(isinstance(d, int) and d < 0 for d in dims):
+            raise BindError(f"input {vi.name!r} would have a negative dim at "
+                            f"{', '.join(f'{k}={v}' for k, v in binding.items())}: {dims}")
+        out[vi.name] = dims
+    return out
 
 
 def _check_binding(bind, symbols: list, unknown: dict) -> dict:
@@ -211,7 +248,7 @@ def _check_binding(bind, symbols: list, unknown: dict) -> dict:
     for name, v in bind.items():
         if name not in symbols and name not in unknown:
             raise BindError(f"{name!r} is no symbol of the model's inputs (symbols: {', '.join(symbols) or 'none'})")
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
             raise BindError(f"{name!r}: a size is an int >= 0; got {v!r}")
         out[name] = int(v)
     return out
@@ -226,14 +263,29 @@ def _parameters(graph, notes: list) -> tuple:
     """(elements, bytes) of the initializers and Constant nodes' tensors, from their dims."""
     count, size = 0, 0
     tensors = list(graph.initializer)
+    for sp in graph.sparse_initializer:  # the dense tensor's elements; the bytes stored (values, indices)
+        n = 1
+        for d in sp.dims:
+            n *= int(d)
+        stored = [tensor_bytes(_elements(t), t.data_type) for t in (sp.values, sp.indices)]
+        count, size = count + n, size + sum(int(b) for b in stored if b is not None)
     for node in graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-            tensors.extend(a.t for a in node.attribute if a.type == AttributeProto.TENSOR)
+            for a in node.attribute:
+                if a.type == AttributeProto.TENSOR:
+                    tensors.append(a.t)
+                elif a.type == AttributeProto.SPARSE_TENSOR:
+                    tensors.append(a.sparse_tensor.values)  # (its stored values)
+                elif a.type in (AttributeProto.FLOAT, AttributeProto.INT):  # value_float / value_int
+                    count, size = count + 1, size + (4 if a.type == AttributeProto.FLOAT else 8)
+                elif a.type in (AttributeProto.FLOATS, AttributeProto.INTS):
+                    n = len(a.floats) if a.type == AttributeProto.FLOATS else len(a.ints)
+                    count, size = count + n, size + n * (4 if a.type == AttributeProto.FLOATS else 8)
+                elif a.type in (AttributeProto.STRING, AttributeProto.STRINGS):
+                    count += 1 if a.type == AttributeProto.STRING else len(a.strings)
     unsized = 0
     for t in tensors:
-        n = 1
-        for d in t.dims:
-            n *= int(d)
+        n = _elements(t)
         count += n
         b = tensor_bytes(n, t.data_type)
         if b is None:
@@ -245,22 +297,29 @@ def _parameters(graph, notes: list) -> tuple:
     return count, size
 
 
+def _elements(t) -> int:
+    n = 1
+    for d in t.dims:
+        n *= int(d)
+    return n
+
+
 def _peak(graph, sizes: dict, value, notes: list) -> tuple:
     """(peak bytes, whether it is an upper bound rather than the max) over the node order."""
     last_use: dict = {}
     for k, node in enumerate(graph.node):
-        for i in node.input:
+        for i in list(node.input) + sorted(_outer_reads(node)):
             if i:
                 last_use[i] = k
     keep = {o.name for o in graph.output}
     produced = {o for n in graph.node for o in n.output}
     live: dict = {name: b for name, b in sizes.items() if name not in produced}
     current: Optional[Dim] = 0
+    unknown = any(b is None for b in live.values())
     for b in live.values():
-        current = _plus(current, b)
+        current = _plus(current, b if b is not None else 0)
     candidates: list = []
     bounded = False
-    unknown = False
 
     def consider(c) -> None:
         nonlocal bounded
@@ -289,7 +348,7 @@ def _peak(graph, sizes: dict, value, notes: list) -> tuple:
         if current is None:
             break
         consider(current)
-        for i in set(node.input) | set(node.output):
+        for i in set(node.input) | set(node.output) | _outer_reads(node):
             if i in live and last_use.get(i, -1) <= k and i not in keep:
                 b = live.pop(i)
                 if b is not None:
@@ -319,6 +378,23 @@ def _peak(graph, sizes: dict, value, notes: list) -> tuple:
     return peak, bounded
 
 
+def _outer_reads(node) -> set:
+    """Names a node's subgraphs (If/Loop/Scan bodies) read from the scopes around them."""
+    from onnx import AttributeProto as A
+
+    graphs = [a.g for a in node.attribute if a.type == A.GRAPH]
+    graphs += [g for a in node.attribute if a.type == A.GRAPHS for g in a.graphs]
+    reads: set = set()
+    for g in graphs:
+        inner = {i.name for i in g.input} | {t.name for t in g.initializer}
+        for n in g.node:
+            reads.update(i for i in n.input if i and i not in inner)
+            reads.update(r for r in _outer_reads(n) if r not in inner)
+            inner.update(n.output)
+        reads.update(o.name for o in g.output if o.name not in inner)
+    return reads
+
+
 def _le(a, b) -> bool:
     try:
         return provably_le(a, b)
@@ -331,6 +407,7 @@ def _upper_bound(candidates: list) -> Optional[Dim]:
     any candidate gives it (terms are products of non-negative atoms), or None where a term's
     atom may be negative."""
     best: dict = {}
+    present: dict = {}  # mono -> how many candidates have it (a candidate without it has 0 there)
     for c in candidates:
         terms = c.terms if not isinstance(c, int) else ((((), c),) if c else ())
         for mono, coef in terms:
@@ -338,6 +415,10 @@ def _upper_bound(candidates: list) -> Optional[Dim]:
                 if bounds(atom_dim(atom))[0] < 0:
                     return None
             best[mono] = max(best.get(mono, coef), coef)
+            present[mono] = present.get(mono, 0) + 1
+    for mono in best:
+        if present[mono] < len(candidates):
+            best[mono] = max(best[mono], 0)
     total: Dim = 0
     for mono, coef in best.items():
         term: Dim = coef
