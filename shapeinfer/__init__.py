@@ -10,7 +10,7 @@ from onnx import ModelProto
 
 from .api import InferenceResult, annotate, infer, infer_shapes, load_model
 from .fold.folder import DEFAULT_BUDGET_BYTES
-from .errors import BindError, ExternalDataError, InputShapeError, ModelLoadError, ShapeInferenceError
+from .errors import BindError, ExternalDataError, InputShapeContradiction, InputShapeError, ModelLoadError, ShapeInferenceError
 
 
 def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None, write_shapes: bool = True,
@@ -98,6 +98,7 @@ __all__ = [
     "OptimizeReport",
     "ExternalDataError",
     "InferenceResult",
+    "InputShapeContradiction",
     "InputShapeError",
     "ModelLoadError",
     "ShapeInferenceError",

@@ -373,3 +373,35 @@ def test_a_node_whose_shapes_are_unknown_makes_the_total_unknown():
                           [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
     report = cost(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]))
     assert report.macs is None and any("MACs not known" in n for n in report.notes)
+
+
+@pytest.mark.parametrize("rank", [4, 3])
+def test_onnx_attention_23_by_definition(rank):
+    """Q.K^T (E per position pair) and attention x V (Ev) for every head; the output's shape from
+    onnxruntime (which runs opset 23's Attention) confirms the layout."""
+    ort = pytest.importorskip("onnxruntime")
+    T = onnx.TensorProto
+    if rank == 4:
+        ins = [helper.make_tensor_value_info("q", T.FLOAT, ["B", 2, "S", 8]),
+               helper.make_tensor_value_info("k", T.FLOAT, ["B", 2, "L", 8]),
+               helper.make_tensor_value_info("v", T.FLOAT, ["B", 2, "L", 6])]
+        node = helper.make_node("Attention", ["q", "k", "v"], ["y"])
+        feeds = {"q": np.ones((2, 2, 3, 8), np.float32), "k": np.ones((2, 2, 5, 8), np.float32),
+                 "v": np.ones((2, 2, 5, 6), np.float32)}
+        expected = 2 * 2 * 3 * 5 * (8 + 6)
+    else:
+        ins = [helper.make_tensor_value_info("q", T.FLOAT, ["B", "S", 16]),
+               helper.make_tensor_value_info("k", T.FLOAT, ["B", "L", 16]),
+               helper.make_tensor_value_info("v", T.FLOAT, ["B", "L", 12])]
+        node = helper.make_node("Attention", ["q", "k", "v"], ["y"], q_num_heads=2, kv_num_heads=2)
+        feeds = {"q": np.ones((2, 3, 16), np.float32), "k": np.ones((2, 5, 16), np.float32),
+                 "v": np.ones((2, 5, 12), np.float32)}
+        expected = 2 * 3 * 5 * (16 + 12)
+    model = helper.make_model(helper.make_graph([node], "g", ins, [helper.make_empty_tensor_value_info("y")]),
+                              opset_imports=[helper.make_opsetid("", 23)], ir_version=10)
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception as e:  # an onnxruntime without opset 23: the formula alone
+        pytest.skip(f"onnxruntime does not run Attention-23 here: {e}")
+    assert sess.run(None, feeds)[0].shape[:2] == (2, 2 if rank == 4 else 3)
+    assert evaluate(cost(model).macs, {"B": 2, "S": 3, "L": 5}) == expected

@@ -213,25 +213,26 @@ def _onnx_attention(node, shape: ShapeOf) -> Optional[Dim]:
     out = shape(_out(node, 0))
     if q is None or k is None or v is None or out is None or len(q) != len(k) or len(q) not in (3, 4):
         return None
-    present = shape(_out(node, 1))
-    if len(q) == 4:  # [B, H, S, E]
-        total = present[2] if present is not None and len(present) == 4 else k[2]
-        if present is None and _in(node, 4):
-            past = shape(_in(node, 4))
-            if past is None:
-                return None
-            total = add(past[2], k[2])
-        return mul(mul(mul(q[0], q[1]), mul(q[2], total)), add(q[3], v[3]))
-    heads = _attr(node, "q_num_heads")
-    if not heads:
+    if len(q) == 3 and not _attr(node, "q_num_heads"):
         return None
-    total = present[2] if present is not None and len(present) == 4 else k[1]
-    if present is None and _in(node, 4):
-        past = shape(_in(node, 4))
-        if past is None:
-            return None
-        total = add(past[2], k[1])
+    total = _total_sequence(node, shape, k[2] if len(q) == 4 else k[1])  # K: [B,H,L,E] or [B,L,H*E]
+    if total is None:
+        return None
+    if len(q) == 4:  # [B, H, S, E]
+        return mul(mul(mul(q[0], q[1]), mul(q[2], total)), add(q[3], v[3]))
     return mul(mul(q[0], mul(q[1], total)), add(q[2], out[2]))
+
+
+def _total_sequence(node, shape: ShapeOf, new: Dim) -> Optional[Dim]:
+    """The positions attended to: the present key's (output 1), else the past key's (input 4)
+    and the ``new`` ones."""
+    present = shape(_out(node, 1))
+    if present is not None and len(present) == 4:
+        return present[2]
+    if not _in(node, 4):
+        return new
+    past = shape(_in(node, 4))
+    return None if past is None else add(past[2], new)
 
 
 MAC_RULES = {
