@@ -72,19 +72,31 @@ class OptimizeReport:
 
 
 def model_stats(model: ModelProto) -> dict:
-    ops = Counter(n.op_type for n in model.graph.node)
+    """Node count, counts of COUNTED_OPS and of every op type (``ops``, ``domain.Op`` outside the
+    default domain), Reshape/Expand with a computed shape, and the model's size in bytes: one
+    walk over the nodes (each field read once)."""
+    init = {t.name for t in model.graph.initializer}
+    by_op: Counter = Counter()
+    consts: set = set()
+    shaped = []  # the shape input of each Reshape/Expand
+    for n in model.graph.node:
+        op, domain = n.op_type, n.domain
+        by_op[(domain if domain not in ("", "ai.onnx") else "", op)] += 1
+        if op == "Constant":
+            consts.update(n.output)
+        elif op in ("Reshape", "Expand"):
+            inputs = n.input
+            if len(inputs) > 1:
+                shaped.append(inputs[1])
+    ops = Counter()
+    for (domain, op), c in by_op.items():
+        ops[op] += c
     stats = {"nodes": len(model.graph.node)}
     stats.update({op: ops.get(op, 0) for op in COUNTED_OPS})
-    init = {t.name for t in model.graph.initializer}
-    consts = {o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
-    stats["computed_reshape_shapes"] = sum(
-        1 for n in model.graph.node
-        if n.op_type in ("Reshape", "Expand") and len(n.input) > 1 and n.input[1] not in init and n.input[1] not in consts
-    )
+    stats["computed_reshape_shapes"] = sum(1 for t in shaped if t not in init and t not in consts)
     stats["bytes"] = model.ByteSize()
-    stats["ops"] = {f"{domain}.{op}" if domain else op: c for (domain, op), c in sorted(
-        Counter((n.domain if n.domain not in ("", "ai.onnx") else "", n.op_type) for n in model.graph.node).items(),
-        key=lambda kv: (-kv[1], kv[0]))}
+    stats["ops"] = {f"{domain}.{op}" if domain else op: c
+                    for (domain, op), c in sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))}
     return stats
 
 
