@@ -56,11 +56,13 @@ def _topk(ctx, k):
         return None
     axis = normalize_axis(ctx, ctx.attr("axis", -1), len(data.shape))
     out = list(data.shape)
-    if k is not None:  # k elements of the axis: at most its size (onnx's inference and onnxruntime refuse more)
+    if k is not None:  # k elements of the axis: at most its size (onnx's inference and onnxruntime refuse more
+        # -- but onnxruntime runs it over an empty tensor, giving an empty output with k on the axis)
         size = data.shape[axis]
         if isinstance(k, int) and k < 0:
             raise ctx.error(f"k = {k} is negative")
-        if isinstance(k, int) and isinstance(size, int) and k > size:
+        nonempty = all(isinstance(d, int) and d > 0 for d in data.shape)
+        if isinstance(k, int) and isinstance(size, int) and k > size and nonempty:
             raise ctx.error(f"k = {k} is more than the {size} elements along axis {axis}")
         if not provably_le(k, size):
             ctx.condition(f"valid only when k = {to_str(k)} <= {to_str(size)}, the size of axis {axis}", "le", k, size)
