@@ -405,3 +405,10 @@ def test_onnx_attention_23_by_definition(rank):
         pytest.skip(f"onnxruntime does not run Attention-23 here: {e}")
     assert sess.run(None, feeds)[0].shape[:2] == (2, 2 if rank == 4 else 3)
     assert evaluate(cost(model).macs, {"B": 2, "S": 3, "L": 5}) == expected
+
+
+def test_a_size_past_int64_is_a_bind_error():
+    model = parser.parse_model(H + "g (float[B] x) => (float y) { y = Relu(x) }")
+    model.graph.output[0].type.tensor_type.ClearField("shape")
+    with pytest.raises(shapeinfer.BindError, match="2\\*\\*63-1"):
+        cost(model, bind={"B": 2**70})

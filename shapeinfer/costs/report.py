@@ -26,6 +26,7 @@ from ..symbolic import (Dim, EvaluationError, ExpressionTooLarge, add, atom_dim,
                         free_symbols, mul, provably_le, sub, substitute, to_str)
 from .formulas import CONTROL_FLOW, COUNTED_DOMAINS, node_cost, prod
 
+INT64_MAX = 2**63 - 1
 MAX_PEAK_CANDIDATES = 16  # past this many, the max gives way to one simpler upper bound
 BITS = {TensorProto.FLOAT: 32, TensorProto.DOUBLE: 64, TensorProto.FLOAT16: 16, TensorProto.BFLOAT16: 16,
         TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
@@ -248,8 +249,8 @@ def _check_binding(bind, symbols: list, unknown: dict) -> dict:
     for name, v in bind.items():
         if name not in symbols and name not in unknown:
             raise BindError(f"{name!r} is no symbol of the model's inputs (symbols: {', '.join(symbols) or 'none'})")
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-            raise BindError(f"{name!r}: a size is an int >= 0; got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v <= INT64_MAX:
+            raise BindError(f"{name!r}: a size is an int from 0 to 2**63-1; got {v!r}")
         out[name] = int(v)
     return out
 

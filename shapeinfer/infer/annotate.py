@@ -15,19 +15,16 @@ from .result import InferenceResult
 
 
 def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set, kept: dict) -> None:
-    """Write our dim into a declared one. A declared name is kept where ours is unknown, or when
-    it names a dim of the graph inputs and reads as that name in the printed syntax (``batch``;
-    not ``1``, which reads as a number: ours is then written, ``'1'``); any other name (an
-    exporter's placeholder such as ``MatMuloutput_dim_0``, or ``tokens``) gives way to the
-    inferred dim -- what it equals stays in result.declared_dims(). A name kept where ours is
-    unknown must stand for one dim: ``kept`` (name -> the dims it is kept for, see
-    _consistent_names) holds the names that do. A declared size is kept where ours is unknown."""
+    """Write our dim into a declared one. Where ours is known it is written (``[batch,seq]``
+    declared on a Transpose's output gives way to ``[seq,batch]``; an exporter's placeholder
+    such as ``MatMuloutput_dim_0`` to the inferred dim -- what it equals stays in
+    result.declared_dims()). Where ours is unknown the author's dim stays: a size, a name of the
+    graph inputs' dims that reads as itself in the printed syntax (``batch``, not ``1``), or
+    another name that stands for one dim only (``kept``, see _consistent_names)."""
     if dim_proto.dim_param:
         name = dim_proto.dim_param
-        if name in input_names and NAME_RE.match(name):
-            return
-        if result.is_unknown_dim(ours) and name in kept:
-            return
+        if result.is_unknown_dim(ours) and (name in kept or (name in input_names and NAME_RE.match(name))):
+            return  # where inference knows nothing, the author's name
         dim_proto.Clear()
     if dim_proto.HasField("dim_value") and result.is_unknown_dim(ours):
         return

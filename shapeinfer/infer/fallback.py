@@ -13,6 +13,7 @@ from onnx import NodeProto, OperatorSetIdProto, checker, defs, shape_inference
 
 from onnx import TypeProto
 
+from ..symbolic import Sym
 from .facts import Fact
 from .protos import fact_from_type, tensor_from_value, type_from_fact
 
@@ -33,6 +34,38 @@ def _tokenized_type(fact: Fact, tokens: dict) -> TypeProto:
         return got
 
     return type_from_fact(fact, token)
+
+
+def _untokenized(tp: TypeProto, dims: dict) -> TypeProto:
+    """A copy of a non-tensor type (a sequence's, an optional's elements...) with each token
+    written back as its dim: an int as a size, a lone symbol as its name (read back as the same
+    symbol), anything else cleared -- unknown, never a name two unrelated dims could share."""
+    out = TypeProto()
+    out.CopyFrom(tp)
+    stack = [out]
+    while stack:
+        t = stack.pop()
+        kind = t.WhichOneof("value")
+        if kind in ("tensor_type", "sparse_tensor_type"):
+            tt = getattr(t, kind)
+            if tt.HasField("shape"):
+                for dp in tt.shape.dim:
+                    if dp.HasField("dim_param") and dp.dim_param in dims:
+                        d = dims[dp.dim_param]
+                        if isinstance(d, int):
+                            dp.dim_value = d
+                        elif len(d.terms) == 1 and d.terms[0][1] == 1 and len(d.terms[0][0]) == 1 \
+                                and d.terms[0][0][0][1] == 1 and isinstance(d.terms[0][0][0][0], Sym):
+                            dp.dim_param = d.terms[0][0][0][0].name
+                        else:
+                            dp.Clear()
+        elif kind == "sequence_type":
+            stack.append(t.sequence_type.elem_type)
+        elif kind == "optional_type":
+            stack.append(t.optional_type.elem_type)
+        elif kind == "map_type":
+            stack.append(t.map_type.value_type)
+    return out
 
 
 def _resolved_node(node, attr_scope):
@@ -110,6 +143,8 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope, have_r
         if tp is None:
             outs.append(None)
             continue
+        if not tp.HasField("tensor_type"):  # kept as a type (sequence, optional, ...): no token may stay in it
+            tp = _untokenized(tp, dims)
         fact = fact_from_type(tp, lambda: symbols.mint(node.op_type.lower(), origin=f"{node.op_type} {node.name}"), param)
         outs.append(fact if (fact.dtype or fact.type_proto is not None) else None)
     return [o if o is not None else Fact() for o in outs]

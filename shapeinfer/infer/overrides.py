@@ -15,15 +15,16 @@ def check_input_shapes(model, input_shapes) -> dict:
     """``input_shapes`` as {input name: [int or dim text]}, checked against the model: a
     mapping (else TypeError) from the name of a graph input to a list of
     dims, each an int >= 0 or the text of a dim that cannot be negative (``seq``, ``2*seq+1``),
-    as many as the input's declared rank. (An initializer listed as a graph input is an input
-    whose default it is: its shape may be given too.) Raises InputShapeError otherwise."""
+    as many as the input's declared rank -- not an initializer listed as an input too (its
+    default fixes its shape). Raises InputShapeError otherwise."""
     if input_shapes is None:
         return {}
     if not isinstance(input_shapes, Mapping):
         raise TypeError(f"input_shapes must map input names to lists of dims, e.g. {EXAMPLE}; "
                         f"got {type(input_shapes).__name__}")
     graph = model.graph
-    inputs = {vi.name: vi for vi in graph.input}  # (an initializer listed as an input too: its default)
+    inputs = {vi.name: vi for vi in graph.input}
+    inits = {t.name: t for t in graph.initializer}
     out = {}
     for name, dims in input_shapes.items():
         if not isinstance(name, str):
@@ -34,6 +35,9 @@ def check_input_shapes(model, input_shapes) -> dict:
         if name not in inputs:
             raise InputShapeError(f"the model has no input named {name!r} "
                                   f"(inputs: {', '.join(sorted(inputs)) or 'none'})")
+        if name in inits:
+            raise InputShapeError(f"input {name!r} is also an initializer, its default: its shape is that one's "
+                                  f"[{','.join(str(int(d)) for d in inits[name].dims)}] (onnxruntime refuses another)")
         checked = []
         for d in dims:
             if isinstance(d, bool) or not isinstance(d, (int, str)):

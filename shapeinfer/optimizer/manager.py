@@ -228,7 +228,8 @@ class PassManager:
         self._say("writing the shapes")
         _fixed_inputs(current.graph, facts, fixed)
         result = infer(current, assume_nonempty=self.assume_nonempty)
-        annotate(current, result, in_place=True)
+        # with inputs fixed, a declared name may now mean another dim: every inferred dim is written
+        annotate(current, result, input_shapes=fixed or None, in_place=True)
         if not self.write_shapes:
             current.graph.ClearField("value_info")
 
@@ -276,7 +277,7 @@ class PassManager:
         declined, not_folded = self._rounds(ctx, report)
         remove_dead_nodes(graph)
         self._say("exporting")
-        current = _copy_model_meta(src, _export(gs, graph, empty_lists))
+        current = _copy_model_meta(src, _export(gs, graph, empty_lists, _other_types(src.graph)))
         _release(gs, graph, imported)
         if overridable:  # their defaults, as the model had them
             current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
@@ -416,8 +417,19 @@ def _empty_list_attributes(gs, proto_graph, gs_graph, pairs=None) -> dict:
     return out
 
 
-def _export(gs, graph, empty_lists: dict):
-    """The graph as a ModelProto, empty list attributes included."""
+_GS_TYPES = ("tensor_type", "sequence_type", "sparse_tensor_type")
+
+
+def _other_types(graph) -> bool:
+    """Whether a declared type of the graph (inputs, outputs, value_info: where onnx-graphsurgeon
+    takes types from) is of another kind than onnx-graphsurgeon writes (an optional, a map)."""
+    return any(vi.type.WhichOneof("value") not in _GS_TYPES
+               for vi in list(graph.input) + list(graph.output) + list(graph.value_info))
+
+
+def _export(gs, graph, empty_lists: dict, other_types: bool = False):
+    """The graph as a ModelProto, empty list attributes included (``other_types``: see
+    _other_types)."""
     held = []
     if empty_lists:
         for node in _all_nodes(gs, graph):
@@ -425,11 +437,21 @@ def _export(gs, graph, empty_lists: dict):
                 if node.attrs.get(name) == []:
                     held.append((node, name))
                     del node.attrs[name]
+    # onnx-graphsurgeon writes value infos of tensor, sequence and sparse types only (another,
+    # such as an optional, fails inside it): the main graph's such tensors go out untyped -- its
+    # inputs and outputs get their declared types back (_copy_model_meta), value_info is rewritten
+    untyped = [t for t in graph.tensors().values() if isinstance(t, gs.Variable) and t.dtype is not None
+               and getattr(t, "type", "tensor_type") not in _GS_TYPES] if other_types else []
+    kept_dtypes = [(t, t.dtype) for t in untyped]
+    for t in untyped:
+        t.dtype = None
     try:
         exported = gs.export_onnx(graph, do_type_check=False)
     finally:
         for node, name in held:
             node.attrs[name] = []
+        for t, dtype in kept_dtypes:
+            t.dtype = dtype
     if held:
         kinds = {id(n): dict(empty_lists[id(n)]) for n, _ in held}
         names = {}
