@@ -128,10 +128,12 @@ def _layout_known(gs) -> bool:
 
 
 def _synced(gs, owner, field_name: str, items: list):
-    lst = gs.util.misc.SynchronizedList.__new__(gs.util.misc.SynchronizedList)
-    lst.parent_obj = owner
-    lst.field_name = field_name
-    list.extend(lst, items)
+    cls = gs.util.misc.SynchronizedList
+    lst = cls.__new__(cls)
+    d = lst.__dict__  # (its two fields, as the probe found them)
+    d["parent_obj"], d["field_name"] = owner, field_name
+    if items:
+        list.extend(lst, items)
     return lst
 
 
