@@ -604,3 +604,31 @@ def test_an_optional_graph_output_is_written():
     out = shapeinfer.optimize(model)
     assert out.graph.output[0].type.HasField("optional_type")
     ort.InferenceSession(out.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def test_a_minted_name_never_equals_a_name_inside_a_sequence_type():
+    """b's dim comes from the sequence input's declared type ('sequenceat_1'); a's is made up
+    by inference, and must not take that name (they were read as one dim and Sub folded to 0)."""
+    from onnx import helper as hp
+
+    T = onnx.TensorProto
+    seq = hp.make_sequence_type_proto(hp.make_tensor_type_proto(T.FLOAT, ["sequenceat_1"]))
+    nodes = [hp.make_node("SequenceConstruct", ["x", "y"], ["s"]), hp.make_node("SequenceAt", ["s", "zero"], ["a"]),
+             hp.make_node("SequenceAt", ["t", "zero"], ["b"]), hp.make_node("Shape", ["a"], ["sa"]),
+             hp.make_node("Shape", ["b"], ["sb"]), hp.make_node("Sub", ["sa", "sb"], ["d"])]
+    graph = hp.make_graph(nodes, "g", [hp.make_tensor_value_info("x", T.FLOAT, ["N"]),
+                                       hp.make_tensor_value_info("y", T.FLOAT, ["M"]), hp.make_value_info("t", seq)],
+                          [hp.make_tensor_value_info("d", T.INT64, [1])],
+                          [onnx.numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    model = hp.make_model(graph, opset_imports=[hp.make_opsetid("", 18)], ir_version=8)
+    result = shapeinfer.infer(model)
+    assert result.shape_strs("a") != result.shape_strs("b")
+    assert "Sub" in [n.op_type for n in shapeinfer.optimize(model).graph.node]
+
+
+def test_a_kept_placeholder_is_an_identifier_and_no_symbol_name():
+    model = parser.parse_model(H18b + """g (float[N,3] x) => (float[D0,3] cat, int64[2,"2*N"] nz) {
+        cat = Concat<axis = 0>(x, x)  nz = NonZero(x) }""")
+    out = shapeinfer.infer_shapes(model)
+    dims = {o.name: _dims(o) for o in out.graph.output}
+    assert dims["cat"] == ["2*N", 3] and dims["nz"][1] != "2*N"

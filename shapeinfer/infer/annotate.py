@@ -58,7 +58,8 @@ def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
     """The declared dim names (outputs, value_info) that may be kept where inference does not
     know the dim: those kept for one dim only. A placeholder an exporter put on two outputs
     (``out_dim_0`` for both ``[C*x_1]`` and ``[x_1,C]``) claims they are equal; kept on both,
-    it would write that claim -- it gives way to the inferred dims instead."""
+    it would write that claim -- it gives way to the inferred dims instead. So does a name that
+    does not read as itself in the printed syntax (``2*N``) or that is a symbol's."""
     seen: dict = {}
     for vi in list(graph.output) + list(graph.value_info):
         fact = result.facts.get(vi.name)
@@ -69,7 +70,10 @@ def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
         for dim_proto, ours in zip(tt.shape.dim, fact.shape):
             if dim_proto.dim_param and result.is_unknown_dim(ours) and dim_proto.dim_param not in input_names:
                 seen.setdefault(dim_proto.dim_param, set()).add(ours)
-    return {name for name, dims in seen.items() if len(dims) == 1}
+    # an identifier only (another name, '2*N', reads as an expression in a model shapeinfer wrote),
+    # and no symbol's name (it would read as that symbol)
+    in_use = set(result.symbols())
+    return {name for name, dims in seen.items() if len(dims) == 1 and NAME_RE.match(name) and name not in in_use}
 
 
 def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None,

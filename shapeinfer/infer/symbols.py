@@ -115,13 +115,28 @@ class SymbolTable:
 
 
 def _names_in_use(graph) -> set:
-    """The dim_params of the main graph's declared types."""
+    """The dim_params of the main graph's declared types, the tensors inside sequences,
+    optionals and maps included (a minted name equal to one would be read as the same dim)."""
     out: set = set()
     for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
-        if vi.type.HasField("tensor_type"):
-            for d in vi.type.tensor_type.shape.dim:
+        t = vi.type
+        if t.HasField("tensor_type"):  # (the common case, first)
+            for d in t.tensor_type.shape.dim:
                 if d.dim_param:
                     out.add(d.dim_param)
+            continue
+        stack = [t]
+        while stack:
+            t = stack.pop()
+            kind = t.WhichOneof("value")
+            if kind in ("tensor_type", "sparse_tensor_type"):
+                out.update(d.dim_param for d in getattr(t, kind).shape.dim if d.dim_param)
+            elif kind == "sequence_type":
+                stack.append(t.sequence_type.elem_type)
+            elif kind == "optional_type":
+                stack.append(t.optional_type.elem_type)
+            elif kind == "map_type":
+                stack.append(t.map_type.value_type)
     return out
 
 
