@@ -15,7 +15,7 @@ import re
 from onnx import AttributeProto
 
 from ..symbolic.printing import quote_name
-from .protos import DIM_SYNTAX_KEY
+from .protos import DIM_SYNTAX_KEY, nested_tensor_types
 
 DIM_NAMES_KEY = "shapeinfer.dim_names"  # metadata_props: JSON {identifier: expression}
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -53,20 +53,9 @@ def _value_infos(graph):
 
 
 def _dims(vi):
-    t = vi.type
-    while True:  # tensors, and the tensors inside sequences and optionals
-        kind = t.WhichOneof("value")
-        if kind in ("tensor_type", "sparse_tensor_type"):
-            tt = getattr(t, kind)
-            if tt.HasField("shape"):
-                yield from tt.shape.dim
-            return
-        if kind == "sequence_type":
-            t = t.sequence_type.elem_type
-        elif kind == "optional_type":
-            t = t.optional_type.elem_type
-        else:
-            return
+    for tt in nested_tensor_types(vi.type):
+        if tt.HasField("shape"):
+            yield from tt.shape.dim
 
 
 def identifier_dim_names(model) -> dict:

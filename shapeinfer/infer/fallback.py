@@ -15,7 +15,7 @@ from onnx import TypeProto
 
 from ..symbolic import Sym
 from .facts import Fact
-from .protos import fact_from_type, tensor_from_value, type_from_fact
+from .protos import fact_from_type, nested_tensor_types, tensor_from_value, type_from_fact
 
 _TOKEN = "__si{}"
 # What onnx raises for a node it cannot infer (its C++ errors; a bad attribute or type may
@@ -42,29 +42,19 @@ def _untokenized(tp: TypeProto, dims: dict) -> TypeProto:
     symbol), anything else cleared -- unknown, never a name two unrelated dims could share."""
     out = TypeProto()
     out.CopyFrom(tp)
-    stack = [out]
-    while stack:
-        t = stack.pop()
-        kind = t.WhichOneof("value")
-        if kind in ("tensor_type", "sparse_tensor_type"):
-            tt = getattr(t, kind)
-            if tt.HasField("shape"):
-                for dp in tt.shape.dim:
-                    if dp.HasField("dim_param") and dp.dim_param in dims:
-                        d = dims[dp.dim_param]
-                        if isinstance(d, int):
-                            dp.dim_value = d
-                        elif len(d.terms) == 1 and d.terms[0][1] == 1 and len(d.terms[0][0]) == 1 \
-                                and d.terms[0][0][0][1] == 1 and isinstance(d.terms[0][0][0][0], Sym):
-                            dp.dim_param = d.terms[0][0][0][0].name
-                        else:
-                            dp.Clear()
-        elif kind == "sequence_type":
-            stack.append(t.sequence_type.elem_type)
-        elif kind == "optional_type":
-            stack.append(t.optional_type.elem_type)
-        elif kind == "map_type":
-            stack.append(t.map_type.value_type)
+    for tt in nested_tensor_types(out):
+        if not tt.HasField("shape"):
+            continue
+        for dp in tt.shape.dim:
+            if dp.HasField("dim_param") and dp.dim_param in dims:
+                d = dims[dp.dim_param]
+                if isinstance(d, int):
+                    dp.dim_value = d
+                elif len(d.terms) == 1 and d.terms[0][1] == 1 and len(d.terms[0][0]) == 1 \
+                        and d.terms[0][0][0][1] == 1 and isinstance(d.terms[0][0][0][0], Sym):
+                    dp.dim_param = d.terms[0][0][0][0].name
+                else:
+                    dp.Clear()
     return out
 
 

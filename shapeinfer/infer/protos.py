@@ -65,6 +65,23 @@ def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[
     return tuple(out)
 
 
+def nested_tensor_types(tp: TypeProto):
+    """The tensor (and sparse tensor) types in a type: itself, or those its sequences, optionals
+    and maps hold."""
+    stack = [tp]
+    while stack:
+        t = stack.pop()
+        kind = t.WhichOneof("value")
+        if kind in ("tensor_type", "sparse_tensor_type"):
+            yield getattr(t, kind)
+        elif kind == "sequence_type":
+            stack.append(t.sequence_type.elem_type)
+        elif kind == "optional_type":
+            stack.append(t.optional_type.elem_type)
+        elif kind == "map_type":
+            stack.append(t.map_type.value_type)
+
+
 def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str], Dim]) -> Fact:
     if tp.HasField("tensor_type"):
         tt = tp.tensor_type

@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..errors import ModelLoadError
 from ..symbolic import Dim, ParseError, free_symbols, parse, sym
-from .protos import written_by_shapeinfer
+from .protos import nested_tensor_types, written_by_shapeinfer
 
 _NON_NAME = re.compile(r"[^A-Za-z0-9_]")
 
@@ -125,18 +125,8 @@ def _names_in_use(graph) -> set:
                 if d.dim_param:
                     out.add(d.dim_param)
             continue
-        stack = [t]
-        while stack:
-            t = stack.pop()
-            kind = t.WhichOneof("value")
-            if kind in ("tensor_type", "sparse_tensor_type"):
-                out.update(d.dim_param for d in getattr(t, kind).shape.dim if d.dim_param)
-            elif kind == "sequence_type":
-                stack.append(t.sequence_type.elem_type)
-            elif kind == "optional_type":
-                stack.append(t.optional_type.elem_type)
-            elif kind == "map_type":
-                stack.append(t.map_type.value_type)
+        for tt in nested_tensor_types(t):
+            out.update(d.dim_param for d in tt.shape.dim if d.dim_param)
     return out
 
 
