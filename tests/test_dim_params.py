@@ -144,3 +144,21 @@ def test_exporter_placeholder_names_on_outputs_give_way_to_the_inferred_dims():
     assert dims["k"] == [1, "NonZero_dim_1"]  # the count of nonzeros is data: the name stays
     said = {(d["tensor"], d["axis"]): d["inferred"] for d in shapeinfer.infer(model).declared_dims()}
     assert said[("y", 0)] == "batch" and said[("y", 1)] == "10"
+
+
+def test_a_declared_name_and_a_made_up_one_are_never_one_dim():
+    """Names declared only inside a subgraph are read after the main graph's walk has made up
+    names: whichever comes first, the two stay different dims."""
+    from onnx import parser as p
+
+    from shapeinfer.infer.symbols import SymbolTable
+
+    table = SymbolTable(p.parse_model('<ir_version: 8, opset_import: ["" : 18]>\ng (float[N] x) => (float[N] y) {'
+                                      ' y = Relu(x) }'))
+    made = table.mint("nonzero")
+    declared = table.param(str(made))  # a body declaring the same text
+    assert declared != made
+    table2 = SymbolTable(p.parse_model('<ir_version: 8, opset_import: ["" : 18]>\ng (float[N] x) => (float[N] y) {'
+                                       ' y = Relu(x) }'))
+    first = table2.param("nonzero_1")  # declared first ...
+    assert table2.mint("nonzero") != first  # ... then a made-up one takes another name

@@ -74,7 +74,11 @@ class SymbolTable:
         """A dim_param as a dim, with this model's symbols: an opaque name, as ONNX means it."""
         d = self._params.get(text)
         if d is None:
-            d = dim_from_param(text, self.symbol)
+            name = _text(text)
+            if name in self.minted:  # a name declared in a subgraph, equal to one made up before: another dim
+                while name in self.minted or name in self._taken or name in self._dims:
+                    name += "~"
+            d = self.symbol(name)
             self._params[text] = d
         return d
 
@@ -96,7 +100,7 @@ class SymbolTable:
         while True:
             self._counter += 1
             name = f"{base}_{self._counter}"
-            if name not in self._taken:
+            if name not in self._taken and name not in self._dims:  # (a subgraph's declared name read before)
                 break
         self._taken.add(name)
         self.minted[name] = origin or hint
