@@ -21,6 +21,7 @@ from onnx import AttributeProto, TensorProto
 
 from ..errors import BindError, ShapeInferenceError
 from ..infer.run import infer
+from ..modelio.external import tensor_elements, tensor_nbytes
 from ..modelio.load import as_model
 from ..symbolic import (Dim, EvaluationError, ExpressionTooLarge, add, atom_dim, bounds, dmax, evaluate, floordiv,
                         free_symbols, mul, provably_le, sub, substitute, to_str)
@@ -265,11 +266,8 @@ def _parameters(graph, notes: list) -> tuple:
     count, size = 0, 0
     tensors = list(graph.initializer)
     for sp in graph.sparse_initializer:  # the dense tensor's elements; the bytes stored (values, indices)
-        n = 1
-        for d in sp.dims:
-            n *= int(d)
-        stored = [tensor_bytes(_elements(t), t.data_type) for t in (sp.values, sp.indices)]
-        count, size = count + n, size + sum(int(b) for b in stored if b is not None)
+        count += tensor_elements(sp)
+        size += sum(b for b in (tensor_nbytes(sp.values), tensor_nbytes(sp.indices)) if b is not None)
     for node in graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
             for a in node.attribute:
@@ -286,23 +284,15 @@ def _parameters(graph, notes: list) -> tuple:
                     count += 1 if a.type == AttributeProto.STRING else len(a.strings)
     unsized = 0
     for t in tensors:
-        n = _elements(t)
-        count += n
-        b = tensor_bytes(n, t.data_type)
+        count += tensor_elements(t)
+        b = tensor_nbytes(t)
         if b is None:
             unsized += 1
         else:
-            size += int(b)
+            size += b
     if unsized:
         notes.append(f"{unsized} parameter tensor(s) of strings: their bytes are not counted")
     return count, size
-
-
-def _elements(t) -> int:
-    n = 1
-    for d in t.dims:
-        n *= int(d)
-    return n
 
 
 def _peak(graph, sizes: dict, value, notes: list) -> tuple:

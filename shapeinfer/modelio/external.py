@@ -85,13 +85,19 @@ def external_tensors(model):
 _external_tensors = external_tensors
 
 
+def tensor_elements(t: TensorProto) -> int:
+    """The number of elements a stored tensor's dims say it has."""
+    n = 1
+    for d in t.dims:
+        n *= int(d)
+    return n
+
+
 def tensor_nbytes(t: TensorProto) -> Optional[int]:
     """The bytes a tensor's elements take in raw form, or None (strings, unknown types)."""
     if t.data_type in (0, TensorProto.STRING, TensorProto.UNDEFINED):
         return None
-    n = 1
-    for d in t.dims:
-        n *= int(d)
+    n = tensor_elements(t)
     if t.data_type in (TensorProto.INT4, TensorProto.UINT4) or t.data_type == getattr(TensorProto, "FLOAT4E2M1", -1):
         return (n + 1) // 2
     try:

@@ -34,7 +34,7 @@ from onnx import ModelProto, TensorProto, numpy_helper
 
 from .tensors import TYPED_FIELDS
 from .external import (check_external_data, external_data_files, external_info, external_range, external_tensors,
-                       resolve_location, tensor_nbytes)
+                       resolve_location, tensor_elements, tensor_nbytes)
 
 DEFAULT_SIZE_THRESHOLD = 1024  # bytes, as onnx.save_model's size_threshold
 MAX_MODEL_BYTES = 2**31  # protobuf cannot serialize a message this large
@@ -260,13 +260,6 @@ class _Plan:
     tensors: int = 0
 
 
-def _elements(t: TensorProto) -> int:
-    n = 1
-    for d in t.dims:
-        n *= int(d)
-    return n
-
-
 def _read(path: str, offset: int, length: int) -> bytes:
     with open(path, "rb") as fh:
         fh.seek(offset)
@@ -283,7 +276,7 @@ def _inline_small(out: ModelProto, source_dir: Optional[str]) -> list:
     for t in external_tensors(out):
         path = resolve_location(source_dir, external_info(t).get("location", ""))
         offset, length = external_range(t, path)
-        if _elements(t) <= INLINE_ELEMENTS and tensor_nbytes(t) == length:
+        if tensor_elements(t) <= INLINE_ELEMENTS and tensor_nbytes(t) == length:
             data = _read(path, offset, length)
             del t.external_data[:]
             t.data_location = TensorProto.DEFAULT
@@ -300,7 +293,7 @@ def _plan(out: ModelProto, source_dir: Optional[str], name: str, threshold: int)
     ext = _inline_small(out, source_dir)
     moved = []
     for t in _initializers(out.graph):
-        if t.data_location == TensorProto.EXTERNAL or _elements(t) <= INLINE_ELEMENTS:
+        if t.data_location == TensorProto.EXTERNAL or tensor_elements(t) <= INLINE_ELEMENTS:
             continue
         data = _payload(t)
         if data is not None and len(data) >= threshold:
