@@ -56,6 +56,8 @@ def run_tool(tool, model):
     t = time.perf_counter()
     if tool == "shapeinfer":
         out = shapeinfer.optimize(model)
+    elif tool == "shapeinfer+signedzero":  # the sign of a zero may change (x + 0.0 goes); no assumption
+        out = shapeinfer.optimize(model, ignore_signed_zero=True)
     elif tool == "shapeinfer+nonempty":
         out = shapeinfer.optimize(model, assume_nonempty=True)
     elif tool == "shapeinfer+both":  # both opt-ins: no empty tensors, sign of zero may change
@@ -90,18 +92,22 @@ def corpus_bindings(path, model):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip the 50,000-node chain")
+    ap.add_argument("--only", nargs="+", default=None, help="these fixture file names only")
     ap.add_argument("--deploy", action="store_true",
                     help="the deployment versions (fixtures/deploy/: quantized, float16, fused) instead of the corpus")
-    ap.add_argument("--tools", nargs="+", default=["shapeinfer", "shapeinfer+nonempty", "shapeinfer+both", "onnxsim", "onnxslim"])
+    ap.add_argument("--tools", nargs="+", default=["shapeinfer", "shapeinfer+signedzero", "shapeinfer+nonempty", "shapeinfer+both",
+                                                           "onnxsim", "onnxslim"])
     args = ap.parse_args(argv)
     import bench_infer
 
     folder = "deploy" if args.deploy else "corpus"
     models = [(os.path.basename(p), p, onnx.load(p)) for p in sorted(glob.glob(os.path.join(HERE, "..", "fixtures", folder, "*.onnx")))]
-    if not args.deploy:
+    if args.only:
+        models = [m for m in models if m[0] in args.only]
+    if not args.deploy and not args.only:
         models.append(("tiny_bert.onnx", None, onnx.load(os.path.join(HERE, "..", "fixtures", "tiny_bert.onnx"))))
         models.append(("chain_1k", None, bench_infer.chain(1000)))
-    if not args.quick and not args.deploy:
+    if not args.quick and not args.deploy and not args.only:
         models.append(("chain_50k", None, bench_infer.chain(50000)))
     header = f"{'model':<30} {'tool':<20} {'nodes':>13} {'avoidable':>9} {'tile1':>5} {'same out':>8} {'seconds':>8}"
     print(header)

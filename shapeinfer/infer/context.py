@@ -7,7 +7,7 @@ from typing import Optional
 from onnx import AttributeProto, TensorProto, helper
 
 from ..errors import ShapeInferenceError
-from ..symbolic import Expr, provably_positive
+from ..symbolic import Expr, provably_nonneg, provably_positive
 from ..graph.structure import node_label
 from .facts import Fact, dtype_name, shape_str
 
@@ -85,6 +85,13 @@ class NodeContext:
         if not self.engine.assume_nonempty:
             return False
         return self.engine.positive_given_tensor_dims(d)
+
+    def nonneg(self, d) -> bool:
+        """True only when d >= 0 wherever the model runs: by the algebra, or because the dims of
+        the tensors computed so far are (Engine.nonneg_given_tensor_dims)."""
+        if provably_nonneg(d):
+            return True
+        return self.scope is not None and self.engine.nonneg_given_tensor_dims(self.scope, d)
 
     def fresh(self, hint: str = "") -> Expr:
         """A new symbol for a dim this node makes that no rule can express."""

@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from math import gcd
 from collections import ChainMap
+from itertools import islice
 from typing import Optional
 
 from onnx import AttributeProto, TensorProto
 
 from ..errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
-from ..symbolic import ExpressionTooLarge, add, atom_dim, provably_positive, substitute, sym, term_atoms
+from ..symbolic import (Bcast, ExpressionTooLarge, Max, Min, add, atom_dim, atoms, bounds, fits, free_symbols, mul, provably_nonneg,
+                        provably_positive, replace_atom, substitute, sym, term_atoms, truediv)
 from . import ops  # noqa: F401  (registers the rules)
 from ..graph.structure import node_label, topological_order
 from .context import NodeContext
 from ..semantics import INT_RANGES, wrap_int
-from .facts import Fact, obj_array
+from .facts import UNKNOWN, Fact, Wrapped, obj_array
+from .ops._util import value_or_none
 from .fallback import infer_with_onnx
 from ..modelio.tensors import tensor_problem
 from .protos import fact_from_type, value_from_tensor
@@ -119,6 +123,11 @@ class Engine:
         self._kids: dict = {}  # (dtype, shape, value) -> its number (Fact.kid), for memo keys
         self._fast: dict = {}  # (op, domain as written) -> rule key, for memo hits in run_nodes
         self._clean_hit = False  # the last infer_node was served by the memo
+        # how often a rule read what the tensors of its scope tell (settle_wrapped,
+        # nonneg_given_tensor_dims): a result that did is not memoized
+        self._contextual = 0
+        self._wrapped = False  # some value holds a Wrapped element (made unknown after the walk)
+        self._tables: dict = {}  # id(a dict of facts) -> [that dict, facts read, its _ScopeTable]
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
         self.functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
         self._calls: list = []  # the model-local functions being walked, outermost first
@@ -141,13 +150,14 @@ class Engine:
         if type(d) is int:
             return d >= 1
         mapping = {}
+        taken = free_symbols(d)
         stack = [d]
         while stack:
             for atom in term_atoms(stack.pop()):
                 if atom in mapping:
                     continue
                 if atom_dim(atom) in self.tensor_dims:
-                    mapping[atom] = add(1, sym(f"_t{len(mapping)}"))
+                    mapping[atom] = add(1, _placeholder(len(mapping), taken))
                 else:
                     stack.extend(atom.args)  # a symbol has none
         if not mapping:
@@ -156,6 +166,75 @@ class Engine:
             return provably_positive(substitute(d, mapping))
         except ExpressionTooLarge:
             return False
+
+    def settle_wrapped(self, scope, value):
+        """``value`` (an int64 shape value) with each Wrapped element whose dim is the element
+        count of a tensor in ``scope`` -- or that count over a positive integer -- replaced by
+        that dim: every tensor of a run that succeeds holds at most 2**63-1 elements (a runtime
+        refuses a larger one: onnxruntime's TensorShape::Size checks its product), so the
+        count, computed modulo 2**64, is exact. Exporters compute a flattened size as the
+        product of a tensor's dims, one Mul at a time, each partial product possibly past int64
+        where another dim is 0 -- but the full product is the count, and fits.
+
+        The answer depends on the scope, not only on the node's input facts: the node's
+        result is not memoized."""
+        self._contextual += 1
+        tables = self._scope_tables(scope)
+        flat = value.reshape(-1).tolist()
+        for i, e in enumerate(flat):
+            if type(e) is Wrapped:
+                if e.dim.__class__ is not int and _fits_given_counts(e.dim, tables):
+                    flat[i] = e.dim
+                else:
+                    self._wrapped = True
+        return obj_array(flat, value.shape)
+
+    def nonneg_given_tensor_dims(self, scope, d) -> bool:
+        """d >= 0 in every run that succeeds, given that every dim of a tensor in ``scope`` is
+        >= 0 there (a runtime makes no tensor with a negative dim): d is such a dim, or the
+        algebra proves d >= 0 once each atom a that such a dim holds linearly (``c*a + k``,
+        c > 0) is replaced by its lower bound plus a new non-negative placeholder -- a conv's
+        frame count ``(samples+240)//320 - 1`` makes ``(samples+240)//320`` at least 1.
+
+        The answer depends on the scope: the node's result is not memoized."""
+        self._contextual += 1
+        tables = self._scope_tables(scope)
+        if any(d in t.dims for t in tables):
+            return True
+        if type(d) is int or not any(t.lows for t in tables):
+            return False
+        mapping = {}
+        taken = free_symbols(d)
+        for atom in atoms(d):
+            lows = [t.lows[atom] for t in tables if atom in t.lows]
+            if lows and atom not in mapping:
+                lo = max(lows)
+                mapping[atom] = add(lo, _placeholder(len(mapping), taken))
+        if not mapping:
+            return False
+        try:
+            return provably_nonneg(substitute(d, mapping))
+        except ExpressionTooLarge:
+            return False
+
+    def _scope_tables(self, scope) -> list:
+        """What the tensors in ``scope`` tell of every run that succeeds (_ScopeTable), one
+        table per dict of the scope (a subgraph's own facts, then its outer scopes'). Each is
+        built once and extended as the walk adds facts (a dict keeps their order)."""
+        maps = scope.maps if isinstance(scope, ChainMap) else [scope]
+        tables = []
+        cache = self._tables
+        for facts in maps:
+            got = cache.get(id(facts))
+            if got is None or got[0] is not facts:
+                if len(cache) >= 16:
+                    cache.clear()
+                got = cache[id(facts)] = [facts, 0, _ScopeTable()]
+            if got[1] < len(facts):
+                _scan(got[2], islice(facts.values(), got[1], None))
+                got[1] = len(facts)
+            tables.append(got[2])
+        return tables
 
     def warn(self, node, message: str, kind: str = "fallback", severity: str = "warning", dims: tuple = ()) -> None:
         self.diagnostics.append(Diagnostic(severity, node_label(node), node.op_type, message, dims, kind))
@@ -197,6 +276,8 @@ class Engine:
             facts[vi.name] = fact
         self.facts = facts
         self.produced = self.run_nodes(graph.node, facts, self.opsets, None)
+        if self._wrapped:
+            _forget_wrapped(facts)
         return facts
 
     def _shared_dims(self, graph, init_names: set) -> dict:
@@ -396,7 +477,7 @@ class Engine:
             memo_key = None
         if fn is not None:
             ctx = NodeContext(node, inputs, version, self, attr_scope, scope, opsets)
-            mark = (self.symbols._counter, len(self.diagnostics))
+            mark = (self.symbols._counter, len(self.diagnostics), self._contextual)
             try:
                 got = fn(ctx)
             except ShapeInferenceError as e:
@@ -417,7 +498,7 @@ class Engine:
                     # the same op, attributes and input facts give the same facts and the same
                     # conditions (their text is made of dims, never of names) -- unless the rule
                     # minted a symbol (two unknowns are not one) or said something else
-                    if memo_key is not None and mark[0] == self.symbols._counter \
+                    if memo_key is not None and mark[0] == self.symbols._counter and mark[2] == self._contextual \
                             and all(o.type_proto is None and _passes_checks(o) for o in got):
                         said = self.diagnostics[mark[1]:]
                         if all(d.kind == "condition" for d in said):
@@ -571,6 +652,135 @@ def _memo_key(key: tuple, node, inputs: list, absent: bool, kids: dict, names_in
 _GRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
 
 
+def _forget_wrapped(facts: dict) -> None:
+    """After the walk: a Wrapped element is, to every reader of the result, unknown."""
+    for f in facts.values():
+        v = f.value if f is not None else None
+        if v is not None and v.dtype == object:
+            flat = v.reshape(-1).tolist()
+            if any(type(e) is Wrapped for e in flat):
+                f.value = value_or_none(obj_array([UNKNOWN if type(e) is Wrapped else e for e in flat], v.shape))
+
+
+def _placeholder(i: int, taken: set):
+    """A symbol >= 0 standing for "some value" in a proof about a dim whose own symbols are
+    ``taken`` (a dim_param may be any text, so the name is checked, not reserved)."""
+    name = f"_t{i}"
+    while name in taken:
+        name += "~"
+    return sym(name)
+
+
+class _ScopeTable:
+    """Engine._scope_tables: element counts by primitive part -> the set of their contents, the
+    symbolic tensor dims, and for each atom a tensor dim holds linearly, its lower bound."""
+
+    __slots__ = ("counts", "dims", "lows")
+
+    def __init__(self):
+        self.counts: dict = {}
+        self.dims: set = set()
+        self.lows: dict = {}
+
+    def add_dim(self, d) -> None:
+        if d in self.dims:
+            return
+        self.dims.add(d)
+        if len(d.terms) > 2:
+            return
+        atom, c, k = None, 0, 0
+        for mono, coef in d.terms:
+            if not mono:
+                k = coef
+            elif len(mono) == 1 and mono[0][1] == 1:
+                atom, c = mono[0][0], coef
+            else:
+                return
+        if atom is None or not isinstance(c, int) or c <= 0 or not isinstance(k, int):
+            return
+        lo = -((k) // c)  # c*a + k >= 0  <=>  a >= ceil(-k/c)
+        if lo > bounds(atom_dim(atom))[0] and lo > self.lows.get(atom, lo - 1):
+            self.lows[atom] = lo
+
+
+# At most this many min/max/bcast atoms of a Wrapped dim are split into cases (2**4 cases for
+# four max(0,x) atoms): past it, the dim stays Wrapped.
+MAX_CASE_ATOMS = 4
+
+
+def _scan(table: "_ScopeTable", facts) -> None:
+    """Add the symbolic dims and element counts of these facts to the table."""
+    for f in facts:
+        shape = f.shape if f is not None else None
+        if not shape or all(d.__class__ is int for d in shape):
+            continue
+        count = 1
+        try:
+            for d in shape:
+                if d.__class__ is not int:
+                    table.add_dim(d)
+                count = mul(count, d)
+        except ExpressionTooLarge:
+            continue
+        if count.__class__ is not int:
+            key, content = _primitive(count)
+            if content > 0:
+                table.counts.setdefault(key, set()).add(content)
+
+
+def _fits_given_counts(d, tables: list) -> bool:
+    """d fits int64 in every run whose tensors' element counts are those of ``table`` (see
+    Engine.settle_wrapped): d is such a count over a positive integer, or -- splitting each
+    min/max/bcast atom among its terms into the cases "it is this operand" (every binding is in
+    one of them) -- in each case d is such a count or fits by the symbols' bounds. Exporters
+    write a dim as ``max(0, x-1) + 1`` (it is x where x >= 1): the product of those is the
+    count where every x >= 1 and small where some x is 0."""
+    if _is_count(d, tables):
+        return True
+    split = []
+    for mono, _ in d.terms:
+        for atom, _ in mono:
+            if isinstance(atom, (Max, Min, Bcast)) and atom not in split:
+                split.append(atom)
+    if not split or len(split) > MAX_CASE_ATOMS:
+        return False
+    cases = [d]
+    try:
+        for atom in split:
+            cases = [replace_atom(c, atom, x) for c in cases for x in atom.args]
+        return all(c.__class__ is int and INT64_MIN <= c <= INT64_MAX or fits(c, INT64_MIN, INT64_MAX)
+                   or _is_count(c, tables) for c in cases)
+    except ExpressionTooLarge:
+        return False
+
+
+def _is_count(d, tables: list) -> bool:
+    """d is the element count of a tensor of the tables over a positive integer."""
+    if d.__class__ is int:
+        return False
+    key, content = _primitive(d)
+    if content <= 0:
+        return False
+    for t in tables:
+        counts = t.counts.get(key)
+        if counts and any(c % content == 0 for c in counts):
+            return True
+    return False
+
+
+def _primitive(d) -> tuple:
+    """(d over the gcd of its coefficients, that gcd) for a dim with integer coefficients (the
+    gcd 0 otherwise), so that k*d and d share the first part."""
+    g = 0
+    for _, c in d.terms:
+        if c.__class__ is not int:
+            return d, 0
+        g = gcd(g, c)
+    if g <= 1:
+        return d, g
+    return truediv(d, g), g
+
+
 def _passes_checks(fact) -> bool:
     """No dim past int64 and no integer value out of its type's range: what run_nodes checks
     after each node, so that a memo hit need not be checked again."""
@@ -595,6 +805,7 @@ MAX_NESTING = 100
 # nodes keep their rules instead of becoming unknown. com.microsoft has only version 1.
 IMPLIED_OPSETS = {"com.microsoft": 1}
 INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
 WORK_PER_NODE = 32
 WORK_FLOOR = 20_000
 

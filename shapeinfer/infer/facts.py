@@ -53,6 +53,53 @@ class _Unknown:
 UNKNOWN = _Unknown()
 
 
+class Wrapped(_Unknown):
+    """An int64 element made by Add, Sub or Mul (or ReduceSum/ReduceProd) whose exact value
+    ``dim`` may not fit int64. The runtime computes modulo 2**64 (two's complement), and these
+    ops commute with that: the element is ``dim`` reduced modulo 2**64, so it *is* ``dim``
+    wherever ``dim`` fits -- as it does when ``dim`` is the element count of a tensor of the
+    same run, which no runtime makes past int64 (the engine's ``settle_wrapped``). Rules that
+    read elements see an unknown (arithmetic with one gives UNKNOWN); the ring ops compute on
+    ``dim``, and their result is again exact modulo 2**64."""
+
+    __slots__ = ("dim",)
+
+    def __init__(self, dim):
+        self.dim = dim
+
+    def __eq__(self, other):
+        return type(other) is Wrapped and other.dim == self.dim
+
+    def __hash__(self):
+        return hash((Wrapped, self.dim))
+
+    def __repr__(self):
+        return f"?({to_str(self.dim)} mod 2**64)"
+
+    def _unknown(self, *_):
+        return UNKNOWN
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _unknown
+    __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _unknown
+    __neg__ = __pos__ = __abs__ = _unknown
+
+
+def is_unknown(e) -> bool:
+    """An element that is not known (UNKNOWN, or a Wrapped one)."""
+    return isinstance(e, _Unknown)
+
+
+def ring_dim(e):
+    """The dim an Add/Sub/Mul operand stands for modulo 2**64: the element itself when it is a
+    dim, a Wrapped one's ``dim``; None for anything else."""
+    t = type(e)
+    if t is int or t is Expr:
+        return e
+    if t is Wrapped:
+        return e.dim
+    return None
+
+
 class Fact:
     """Everything known about one tensor. ``shape`` None: rank unknown. ``value`` None: unknown.
 
@@ -93,7 +140,7 @@ class Fact:
         if self.value is None:
             return None
         flat = self.value.reshape(-1).tolist()
-        if any(e is UNKNOWN for e in flat):
+        if any(isinstance(e, _Unknown) for e in flat):
             return None
         return flat
 

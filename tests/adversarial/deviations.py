@@ -21,6 +21,10 @@ from . import spec
 from .spec import INT32_MAX, INT64_MAX
 
 KNOWN = {
+    "ort-resize-rank-checked-at-load":
+        "onnxruntime, Resize in linear/cubic mode on a 1-D input (or past 5-D): unsupported; checked when the "
+        "kernel is created if the input's rank is known then (an optimised model that carries its shapes "
+        "fails to load), at run time otherwise. The spec allows any rank.",
     "ort-reduce-empty-negative-axis-ignored":
         "onnxruntime before 1.32, Reduce*/ArgMax/ArgMin on an empty input (every opset tried, 11-22): negative axes are "
         "ignored -- only the non-negative ones are reduced, and with none left the output keeps the input's "

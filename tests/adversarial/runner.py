@@ -678,6 +678,12 @@ class Judge:
             return
         rt = Runtime(opt, engine if engine == "onnx.reference" else None)
         if engine == "onnxruntime" and rt.engine != "onnxruntime":
+            if not ran and "UpsampleBase" in str(rt.error):
+                # onnxruntime runs no 1-D (or 6-D) linear/cubic Resize: with the rank unknown at
+                # load it fails at run time, with the rank written (value_info) at load. The
+                # original ran at no binding, so nothing that ran stops running.
+                self.out.deviations["ort-resize-rank-checked-at-load"] += 1
+                return
             self.fail("optimized-load", f"optimize({name}) output does not load in onnxruntime: {rt.error}", variant=variant)
             return
         for b, (feeds, values) in ran.items():

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
+from onnx import TensorProto
 
 from ...semantics import INT_RANGES, wrap_int
 from ...symbolic import (BroadcastError, Dim, Expr, at_zero, bcast, broadcast_implied, fits, mul, provably_nonneg, provably_not_one,
                          to_str, zero_factors)
-from ..facts import UNKNOWN, Fact, as_dim, obj_array, shape_str
+from ..facts import UNKNOWN, Fact, Wrapped, as_dim, obj_array, shape_str
 
 
 def value_entries(fact: Optional[Fact]) -> Optional[list]:
@@ -140,22 +141,35 @@ def _zero_at(d, atom) -> bool:
         return True
 
 
-def fit_integer_value(value: Optional[np.ndarray], dtype: int, wrap: bool = False) -> Optional[np.ndarray]:
+def fit_integer_value(value: Optional[np.ndarray], dtype: int, wrap: bool = False, ctx=None) -> Optional[np.ndarray]:
     """A value computed in integer type dtype, as the runtime holds it: an element that may not
     fit the type (it would wrap) becomes unknown -- a symbolic one unless it provably fits (see
     symbolic.fits), a concrete one only when ``wrap`` is False; with ``wrap`` (Cast, which the
     spec defines to wrap) a concrete element is computed with the wrap. Concrete overflow of
-    other ops is left to the engine, which wraps it and reports it."""
+    other ops is left to the engine, which wraps it and reports it.
+
+    ``ctx``: the value was made by ring operations (Add, Sub, Mul, ReduceSum, ReduceProd) of
+    int64 elements, which a runtime computes modulo 2**64: a symbolic element that may not fit
+    is kept as Wrapped, known wherever it is the element count of a tensor of the run (the
+    engine's settle_wrapped)."""
     bounds = INT_RANGES.get(dtype)
     if value is None or bounds is None or value.dtype != object:
         return value
     lo, hi = bounds
     flat = value.reshape(-1).tolist()
-    changed = False
+    changed = wrapped = False
+    ring = ctx is not None and dtype == TensorProto.INT64
     for i, e in enumerate(flat):
         if type(e) is int:
             if wrap and not lo <= e <= hi:
                 flat[i], changed = wrap_int(e, dtype), True
         elif isinstance(e, Expr) and not fits(e, lo, hi):
-            flat[i], changed = UNKNOWN, True
+            if ring:
+                flat[i], changed, wrapped = Wrapped(e), True, True
+            else:
+                flat[i], changed = UNKNOWN, True
+        elif type(e) is Wrapped:
+            wrapped = True
+    if wrapped:
+        return ctx.engine.settle_wrapped(ctx.scope, obj_array(flat, value.shape))
     return obj_array(flat, value.shape) if changed else value

@@ -34,7 +34,7 @@ from ...symbolic import (
 )
 from ...fold.folder import exact_value
 from ...semantics import trunc_div
-from ..facts import UNKNOWN, Fact
+from ..facts import UNKNOWN, Fact, ring_dim
 from ..registry import rule
 from ._util import broadcast_shapes, fit_integer_value, value_or_none
 
@@ -52,6 +52,23 @@ def _dims(fn):
             except ExpressionTooLarge:
                 return UNKNOWN
         return UNKNOWN
+
+    return lifted
+
+
+def _ring(fn):
+    """Lift Add, Sub or Mul: like _dims, and on Wrapped operands too (the result is the same
+    polynomial of their dims, exact modulo 2**64 as they are; fit_integer_value decides whether
+    it is known or Wrapped again)."""
+
+    def lifted(a, b):
+        x, y = ring_dim(a), ring_dim(b)
+        if x is None or y is None:
+            return UNKNOWN
+        try:
+            return fn(x, y)
+        except ExpressionTooLarge:
+            return UNKNOWN
 
     return lifted
 
@@ -187,9 +204,9 @@ def _or(a, b):
 
 
 _BINARY = {
-    "Add": _dims(add),
-    "Sub": _dims(sub),
-    "Mul": _dims(mul),
+    "Add": _ring(add),
+    "Sub": _ring(sub),
+    "Mul": _ring(mul),
     "Div": _dims(_int_div),
     "Equal": _compare("eq"),
     "Less": _compare("lt"),
@@ -200,6 +217,7 @@ _BINARY = {
     "Or": _logic(_or, lambda x, y: sub(add(x, y), mul(x, y))),
     "Xor": _logic(lambda a, b: a != b, lambda x, y: sub(add(x, y), mul(2, mul(x, y)))),
 }
+_RING = frozenset({"Add", "Sub", "Mul"})
 _BOOL_OUT = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"}
 
 
@@ -243,7 +261,7 @@ def _broadcast_rule(ctx, facts, value=None):
     if value is not None and shape is not None and tuple(value.shape) != tuple(shape):
         value = None
     dtype = _out_dtype(ctx.op_type, facts)
-    return Fact(dtype=dtype, shape=shape, value=fit_integer_value(value, dtype))
+    return Fact(dtype=dtype, shape=shape, value=fit_integer_value(value, dtype, ctx=ctx if ctx.op_type in _RING else None))
 
 
 def _present(ctx):

@@ -59,25 +59,25 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
             else:
                 out.append(e)
         else:  # a symbolic entry: safe only where it cannot be 0 (copy) or -1 (infer)
-            if ctx.positive(e) or (allowzero and provably_nonneg(e)):
+            if ctx.positive(e) or (allowzero and ctx.nonneg(e)):
                 out.append(e)
             elif not allowzero and in_shape is not None and i < len(in_shape) and e == in_shape[i]:
                 out.append(e)  # the input's own dim (so never negative): a 0 copies itself
             elif not allowzero and in_shape is not None and i < len(in_shape) and zero_implies_zero(e, in_shape[i]):
                 out.append(e)  # e > 0 gives e; e == 0 copies the input dim, which is then 0 too
-            elif not allowzero and in_shape is not None and i >= len(in_shape) and provably_nonneg(e):
+            elif not allowzero and in_shape is not None and i >= len(in_shape) and ctx.nonneg(e):
                 out.append(e)  # e == 0 here has no input dim to copy: a valid run has e > 0
             else:
                 out.append(None)
                 if not allowzero and in_shape is not None and i < len(in_shape):
                     pending.append(i)
     for i in pending:
-        if _zero_case_fails(spec, in_shape, i):
+        if _zero_case_fails(spec, in_shape, i, ctx.nonneg):
             out[i] = spec[i]  # e == 0 would copy the input dim, but then no run succeeds
     pending = [i for i in pending if out[i] is None]
     if pending:
-        split = _split_zero_cases(spec, in_shape, out, pending, infer_at)
-        direct = _copy_when_zero(spec, in_shape, out, pending)
+        split = _split_zero_cases(spec, in_shape, out, pending, infer_at, ctx.nonneg)
+        direct = _copy_when_zero(spec, in_shape, out, pending, ctx.nonneg)
         if infer_at is not None:
             direct[infer_at] = _solve(in_shape, direct, infer_at)
         # both are exact: the smaller of the two, dim by dim (the split's -1 is plain where
@@ -137,7 +137,7 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
 MAX_ZERO_SPLITS = 2
 
 
-def _split_zero_cases(spec, in_shape, out, pending, infer_at) -> list:
+def _split_zero_cases(spec, in_shape, out, pending, infer_at, nonneg=provably_nonneg) -> list:
     """out with the pending entries (and the -1) made exact by cases, where that can be done.
 
     A pending entry e (symbolic, allowzero=0, at an index the input has) may be 0, and then it
@@ -152,7 +152,7 @@ def _split_zero_cases(spec, in_shape, out, pending, infer_at) -> list:
     order: list = []
     for i in pending:
         factors = zero_factors(spec[i])
-        if factors is None or len(factors) != 1 or not provably_nonneg(spec[i]):
+        if factors is None or len(factors) != 1 or not nonneg(spec[i]):
             continue
         if factors[0] not in order:
             if len(order) == MAX_ZERO_SPLITS:
@@ -214,7 +214,7 @@ def _smaller(a, b):
     return b if size(b) < size(a) else a
 
 
-def _copy_when_zero(spec, in_shape, out, pending) -> list:
+def _copy_when_zero(spec, in_shape, out, pending, nonneg=provably_nonneg) -> list:
     """out with each pending entry the case split left unknown written ``e + iszero(e)*d``:
     e where it is not 0, the input dim d where it is (e provably >= 0, so never the -1 that
     means "infer"). Each entry copies its own input dim, so the dims need no cases between
@@ -222,7 +222,7 @@ def _copy_when_zero(spec, in_shape, out, pending) -> list:
     element count over their product -- an exact division wherever the run succeeds."""
     out = list(out)
     for i in pending:
-        if out[i] is not None or not (provably_nonneg(spec[i]) or spec[i] in in_shape):
+        if out[i] is not None or not (spec[i] in in_shape or nonneg(spec[i])):
             continue  # (an entry that is a dim of the input is never negative)
         d = in_shape[i]
         if d is None:
@@ -283,7 +283,7 @@ def _zero_case(spec, in_shape, out, split, zeros, infer_at) -> Optional[list]:
     return dims
 
 
-def _zero_case_fails(spec, in_shape, i) -> bool:
+def _zero_case_fails(spec, in_shape, i, nonneg=provably_nonneg) -> bool:
     """True when entry i (a symbolic e >= 0, allowzero=0) can be 0 only in runs that fail.
 
     e is a positive multiple of a product of atoms, so e == 0 exactly when one atom is 0. For
@@ -292,7 +292,7 @@ def _zero_case_fails(spec, in_shape, i) -> bool:
     the other symbols. (A -1 or an entry that might still be 0 there: not decided.)"""
     e = spec[i]
     factors = zero_factors(e)
-    if factors is None or -1 in spec or not provably_nonneg(e):
+    if factors is None or -1 in spec or not nonneg(e):
         return False
     for atom in factors:
         def zero(d, atom=atom):
