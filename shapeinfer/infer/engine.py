@@ -127,6 +127,11 @@ class Engine:
         # nonneg_given_tensor_dims): a result that did is not memoized
         self._contextual = 0
         self._wrapped = False  # some value holds a Wrapped element (made unknown after the walk)
+        # atoms of dims that a runtime may give another (non-negative) value than the spec's
+        # negative one, and the facts that are declarations no runtime checks (a subgraph's
+        # inputs read from its declared types): neither tells anything of a run (_scan)
+        self._unsure: set = set()
+        self._declared: set = set()
         self._tables: dict = {}  # id(a dict of facts) -> [that dict, facts read, its _ScopeTable]
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
         self.functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
@@ -217,6 +222,12 @@ class Engine:
         except ExpressionTooLarge:
             return False
 
+    def not_a_run_fact(self, d) -> None:
+        """d is an output dim the spec computes as negative for some sizes (the run fails
+        there) where a runtime gives a tensor anyway: no dim holding its atoms is taken as a
+        fact of the run (a pool's ``S//4 - 1``: onnxruntime's MaxPool gives length 0 at S = 3)."""
+        self._unsure.update(atoms(d))
+
     def _scope_tables(self, scope) -> list:
         """What the tensors in ``scope`` tell of every run that succeeds (_ScopeTable), one
         table per dict of the scope (a subgraph's own facts, then its outer scopes'). Each is
@@ -231,7 +242,7 @@ class Engine:
                     cache.clear()
                 got = cache[id(facts)] = [facts, 0, _ScopeTable()]
             if got[1] < len(facts):
-                _scan(got[2], islice(facts.values(), got[1], None))
+                _scan(got[2], islice(facts.values(), got[1], None), self._unsure, self._declared)
                 got[1] = len(facts)
             tables.append(got[2])
         return tables
@@ -595,6 +606,7 @@ class Engine:
             fact = given
             if fact is None or (fact.shape is None and fact.type_proto is None):
                 fact = fact_from_type(vi.type, lambda: self.symbols.mint("sub"), self.symbols.param)
+                self._declared.add(fact)  # (no runtime checks a subgraph input's declared type)
             local[vi.name] = fact
         self.run_nodes(graph.node, facts, opsets, attr_scope)
         return [facts.get(o.name) or Fact() for o in graph.output]
@@ -708,19 +720,26 @@ class _ScopeTable:
 MAX_CASE_ATOMS = 4
 
 
-def _scan(table: "_ScopeTable", facts) -> None:
-    """Add the symbolic dims and element counts of these facts to the table."""
+def _scan(table: "_ScopeTable", facts, unsure: set, declared: set) -> None:
+    """Add the symbolic dims and element counts of these facts to the table (but for facts
+    that are declarations and dims with atoms in ``unsure``: Engine.not_a_run_fact)."""
     for f in facts:
         shape = f.shape if f is not None else None
-        if not shape or all(d.__class__ is int for d in shape):
+        if not shape or all(d.__class__ is int for d in shape) or f in declared:
             continue
         count = 1
         try:
             for d in shape:
                 if d.__class__ is not int:
+                    if unsure and any(a in unsure for a in atoms(d)):
+                        count = None
+                        continue
                     table.add_dim(d)
-                count = mul(count, d)
+                if count is not None:
+                    count = mul(count, d)
         except ExpressionTooLarge:
+            continue
+        if count is None:
             continue
         if count.__class__ is not int:
             key, content = _primitive(count)

@@ -169,7 +169,10 @@ def fit_integer_value(value: Optional[np.ndarray], dtype: int, wrap: bool = Fals
             else:
                 flat[i], changed = UNKNOWN, True
         elif type(e) is Wrapped:
-            wrapped = True
+            if ring:
+                wrapped = True
+            else:  # (an op that is no ring op on int64, e.g. a Cast to int32: not known)
+                flat[i], changed = UNKNOWN, True
     if wrapped:
         return ctx.engine.settle_wrapped(ctx.scope, obj_array(flat, value.shape))
     return obj_array(flat, value.shape) if changed else value

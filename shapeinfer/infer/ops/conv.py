@@ -13,7 +13,7 @@ For a spatial dim D, kernel k, dilation d, stride s and pads (b, e), with K = (k
 
 from __future__ import annotations
 
-from ...symbolic import add, floordiv, mul, sub
+from ...symbolic import add, floordiv, mul, provably_nonneg, sub
 from ..facts import Fact
 from ..registry import rule
 
@@ -117,7 +117,14 @@ def conv_transpose(ctx):
 def pool_shape(ctx, shape, kernel, ceil_mode: bool = False) -> tuple:
     """The output shape of a pooling window over [N, C, D1...] (MaxPool, AveragePool, and
     the quantized QLinearAveragePool)."""
-    return tuple(_pool_like(ctx, shape, list(kernel), ceil_mode))
+    out = tuple(_pool_like(ctx, shape, list(kernel), ceil_mode))
+    for d in out[2:]:
+        if d.__class__ is not int and not provably_nonneg(d):
+            # the spec's length is negative where the window is larger than the input, and the
+            # run fails; onnxruntime divides with truncation and runs (a tensor of length 0 or
+            # 1): no fact of a run may be drawn from this dim
+            ctx.engine.not_a_run_fact(d)
+    return out
 
 
 @rule("MaxPool", "AveragePool", "LpPool", since=1)
