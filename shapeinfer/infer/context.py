@@ -93,6 +93,12 @@ class NodeContext:
             return True
         return self.scope is not None and self.engine.nonneg_given_tensor_dims(self.scope, d)
 
+    def unsure(self, fact: Fact) -> Fact:
+        """Mark an output whose dims a runtime may give otherwise (see Fact.unsure)."""
+        fact.unsure = True
+        self.engine.any_unsure = True
+        return fact
+
     def fresh(self, hint: str = "") -> Expr:
         """A new symbol for a dim this node makes that no rule can express."""
         return self.engine.symbols.mint(hint or self.op_type.lower())

@@ -127,11 +127,7 @@ class Engine:
         # nonneg_given_tensor_dims): a result that did is not memoized
         self._contextual = 0
         self._wrapped = False  # some value holds a Wrapped element (made unknown after the walk)
-        # atoms of dims that a runtime may give another (non-negative) value than the spec's
-        # negative one, and the facts that are declarations no runtime checks (a subgraph's
-        # inputs read from its declared types): neither tells anything of a run (_scan)
-        self._unsure: set = set()
-        self._declared: set = set()
+        self.any_unsure = False  # some fact is unsure (Fact.unsure): run_nodes carries it on
         self._tables: dict = {}  # id(a dict of facts) -> [that dict, facts read, its _ScopeTable]
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
         self.functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
@@ -222,12 +218,6 @@ class Engine:
         except ExpressionTooLarge:
             return False
 
-    def not_a_run_fact(self, d) -> None:
-        """d is an output dim the spec computes as negative for some sizes (the run fails
-        there) where a runtime gives a tensor anyway: no dim holding its atoms is taken as a
-        fact of the run (a pool's ``S//4 - 1``: onnxruntime's MaxPool gives length 0 at S = 3)."""
-        self._unsure.update(atoms(d))
-
     def _scope_tables(self, scope) -> list:
         """What the tensors in ``scope`` tell of every run that succeeds (_ScopeTable), one
         table per dict of the scope (a subgraph's own facts, then its outer scopes'). Each is
@@ -242,7 +232,7 @@ class Engine:
                     cache.clear()
                 got = cache[id(facts)] = [facts, 0, _ScopeTable()]
             if got[1] < len(facts):
-                _scan(got[2], islice(facts.values(), got[1], None), self._unsure, self._declared)
+                _scan(got[2], islice(facts.values(), got[1], None))
                 got[1] = len(facts)
             tables.append(got[2])
         return tables
@@ -394,6 +384,8 @@ class Engine:
                     self._clean_hit = False
                     outs = self.infer_node(node, inputs, opsets, attr_scope, facts, absent, memo_key)
                     checked = self._clean_hit
+                if self.any_unsure and any(f is not None and f.unsure for f in inputs):
+                    outs = [_unsure_copy(f) for f in outs]
                 if not checked:
                     for fact in outs:
                         if fact.shape:
@@ -451,6 +443,7 @@ class Engine:
         for f in facts:
             copy = Fact(f.dtype, f.shape, f.value)
             copy.kid = f.kid
+            copy.unsure = f.unsure
             outs.append(copy)
         return outs
 
@@ -606,7 +599,7 @@ class Engine:
             fact = given
             if fact is None or (fact.shape is None and fact.type_proto is None):
                 fact = fact_from_type(vi.type, lambda: self.symbols.mint("sub"), self.symbols.param)
-                self._declared.add(fact)  # (no runtime checks a subgraph input's declared type)
+                fact.unsure = self.any_unsure = True  # (no runtime checks a subgraph input's declared type)
             local[vi.name] = fact
         self.run_nodes(graph.node, facts, opsets, attr_scope)
         return [facts.get(o.name) or Fact() for o in graph.output]
@@ -662,6 +655,16 @@ def _memo_key(key: tuple, node, inputs: list, absent: bool, kids: dict, names_in
 
 
 _GRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
+
+
+def _unsure_copy(f: Fact) -> Fact:
+    """f marked unsure (computed from an unsure input), as a copy: the memo may hold f."""
+    if f.unsure:
+        return f
+    copy = Fact(f.dtype, f.shape, f.value, f.type_proto)
+    copy.kid = f.kid
+    copy.unsure = True
+    return copy
 
 
 def _forget_wrapped(facts: dict) -> None:
@@ -720,26 +723,20 @@ class _ScopeTable:
 MAX_CASE_ATOMS = 4
 
 
-def _scan(table: "_ScopeTable", facts, unsure: set, declared: set) -> None:
-    """Add the symbolic dims and element counts of these facts to the table (but for facts
-    that are declarations and dims with atoms in ``unsure``: Engine.not_a_run_fact)."""
+def _scan(table: "_ScopeTable", facts) -> None:
+    """Add the symbolic dims and element counts of these facts to the table (but for facts a
+    runtime may make with other dims: Fact.unsure)."""
     for f in facts:
         shape = f.shape if f is not None else None
-        if not shape or all(d.__class__ is int for d in shape) or f in declared:
+        if not shape or f.unsure or all(d.__class__ is int for d in shape):
             continue
         count = 1
         try:
             for d in shape:
                 if d.__class__ is not int:
-                    if unsure and any(a in unsure for a in atoms(d)):
-                        count = None
-                        continue
                     table.add_dim(d)
-                if count is not None:
-                    count = mul(count, d)
+                count = mul(count, d)
         except ExpressionTooLarge:
-            continue
-        if count is None:
             continue
         if count.__class__ is not int:
             key, content = _primitive(count)

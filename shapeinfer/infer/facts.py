@@ -110,7 +110,7 @@ class Fact:
     ``dataclass(slots=True)`` needs Python 3.10 and shapeinfer supports 3.9. Facts compare by
     identity."""
 
-    __slots__ = ("dtype", "shape", "value", "type_proto", "kid")
+    __slots__ = ("dtype", "shape", "value", "type_proto", "kid", "unsure")
 
     def __init__(self, dtype: int = 0, shape: Optional[tuple] = None, value: Optional[np.ndarray] = None,
                  type_proto: object = None):
@@ -121,6 +121,12 @@ class Fact:
         # The engine's number for (dtype, shape, value), given when a memo key first needs it
         # (engine.py): a fact is not changed once a node has read it.
         self.kid = None
+        # A runtime may give this tensor other dims than these where the run fails in the spec
+        # (onnxruntime's pools, Concat of an empty input, a Loop's scan outputs at 0
+        # iterations), or they are a declaration no runtime checks (a subgraph's input type):
+        # they tell nothing of a run (Engine._scope_tables). Set by NodeContext.unsure, and
+        # carried to every tensor computed from such a one.
+        self.unsure = False
 
     def __repr__(self):
         return f"Fact(dtype={self.dtype!r}, shape={self.shape!r}, value={self.value!r}, type_proto={self.type_proto!r})"

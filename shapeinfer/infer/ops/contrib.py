@@ -21,7 +21,7 @@ from ...symbolic import add, dmax, floordiv, mul, provably_nonneg
 from ..facts import Fact, as_dim
 from ..registry import rule
 from ._util import normalize_axis
-from .conv import conv_shape, pool_shape
+from .conv import conv_shape, pool_facts, pool_shape
 from .linalg import gemm_shape, matmul_shape
 from .same_shape import layer_norm
 
@@ -447,7 +447,7 @@ def nchwc_pool(ctx):
     x, kernel = shape_of(ctx, 0), ctx.attr("kernel_shape")
     if x is None or kernel is None or len(x) < 3:
         return None
-    return [Fact(dtype=dtype_of(ctx, 0), shape=pool_shape(ctx, x, kernel, bool(ctx.attr("ceil_mode", 0))))]
+    return pool_facts(ctx, [Fact(dtype=dtype_of(ctx, 0), shape=pool_shape(ctx, x, kernel, bool(ctx.attr("ceil_mode", 0))))])
 
 
 @rule("GlobalAveragePool", "GlobalMaxPool", since=1, domain=NCHWC)

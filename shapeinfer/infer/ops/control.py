@@ -64,6 +64,18 @@ def _per_iteration(ctx, f: Fact, mark: int, lead) -> Fact:
 
 @rule("Loop", since=1)
 def loop(ctx):
+    """The Loop's outputs; its scan outputs unsure (Fact.unsure): at 0 iterations no body ran,
+    and onnxruntime gives them dims of its own."""
+    outs = _loop(ctx)
+    if outs is not None:
+        n_carried = len(ctx.node.input) - 2
+        for f in outs[n_carried:]:
+            if f is not None:
+                ctx.unsure(f)
+    return outs
+
+
+def _loop(ctx):
     body = ctx.attr("body")
     if body is None:
         return None

@@ -117,14 +117,16 @@ def conv_transpose(ctx):
 def pool_shape(ctx, shape, kernel, ceil_mode: bool = False) -> tuple:
     """The output shape of a pooling window over [N, C, D1...] (MaxPool, AveragePool, and
     the quantized QLinearAveragePool)."""
-    out = tuple(_pool_like(ctx, shape, list(kernel), ceil_mode))
-    for d in out[2:]:
-        if d.__class__ is not int and not provably_nonneg(d):
-            # the spec's length is negative where the window is larger than the input, and the
-            # run fails; onnxruntime divides with truncation and runs (a tensor of length 0 or
-            # 1): no fact of a run may be drawn from this dim
-            ctx.engine.not_a_run_fact(d)
-    return out
+    return tuple(_pool_like(ctx, shape, list(kernel), ceil_mode))
+
+
+def pool_facts(ctx, facts: list) -> list:
+    """A pool's output facts, unsure (Fact.unsure) where a length may be negative in the spec:
+    the run fails there, where onnxruntime divides with truncation and runs (length 0 or 1)."""
+    for f in facts:
+        if f.shape is not None and any(d.__class__ is not int and not provably_nonneg(d) for d in f.shape):
+            ctx.unsure(f)
+    return facts
 
 
 @rule("MaxPool", "AveragePool", "LpPool", since=1)
@@ -140,7 +142,7 @@ def pool(ctx):
         from onnx import TensorProto
 
         facts.append(Fact(dtype=TensorProto.INT64, shape=out))
-    return facts
+    return pool_facts(ctx, facts)
 
 
 @rule("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", since=1)

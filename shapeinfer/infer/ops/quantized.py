@@ -18,7 +18,7 @@ from ..facts import Fact
 from ..registry import rule
 from ._util import broadcast_shapes, normalize_axis
 from .contrib import MS, answer, dtype_of, same_as_input, shape_of
-from .conv import conv_shape, pool_shape
+from .conv import conv_shape, pool_facts, pool_shape
 from .linalg import gemm_shape, matmul_shape
 
 
@@ -130,7 +130,7 @@ def qlinear_average_pool(ctx):
         shape = pool_shape(ctx, _to_channels_first(x) if channels_last else x, kernel, bool(ctx.attr("ceil_mode", 0)))
         if channels_last:
             shape = _to_channels_last(shape)
-    return answer(ctx, [Fact(dtype=dtype_of(ctx, 0), shape=shape)])
+    return answer(ctx, pool_facts(ctx, [Fact(dtype=dtype_of(ctx, 0), shape=shape)]))
 
 
 @rule("QLinearConcat", since=1, domain=MS)

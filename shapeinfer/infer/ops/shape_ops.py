@@ -150,6 +150,7 @@ def concat(ctx):
         raise ctx.error("inputs have different ranks")
     axis = normalize_axis(ctx, ctx.attr("axis", 0 if ctx.version < 4 else None) or 0, r) if r else 0
     out = []
+    unsure = False
     for k in range(r):
         if k == axis:
             total = 0
@@ -162,6 +163,10 @@ def concat(ctx):
             if len(set(ints)) > 1:
                 raise ctx.error(f"inputs differ in dim {k} ({', '.join(map(str, ints))}), not the concat axis")
             out.append(ints[0] if ints else dims[0])
+            if any(d != dims[0] for d in dims):
+                # (onnxruntime takes the dim from the first non-empty input: a run the spec
+                # refuses, where an input is empty, gives another shape)
+                unsure = True
     value = None
     parts = [_partial_value(f) for f in facts]
     if all(p is not None for p in parts) and any(f.value is not None for f in facts):
@@ -169,7 +174,8 @@ def concat(ctx):
             value = np.concatenate(parts, axis=axis)
         elif all(p.dtype != object for p in parts):
             value = np.concatenate(parts, axis=axis)
-    return [Fact(dtype=facts[0].dtype, shape=tuple(out), value=value)]
+    fact = Fact(dtype=facts[0].dtype, shape=tuple(out), value=value)
+    return [ctx.unsure(fact) if unsure else fact]
 
 
 def _sign(x):
