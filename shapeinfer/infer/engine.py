@@ -439,13 +439,7 @@ class Engine:
             label = node_label(node)
             op = node.op_type
             self.diagnostics.extend(Diagnostic(sev, label, op, msg, dims, kind) for sev, msg, dims, kind in said)
-        outs = []
-        for f in facts:
-            copy = Fact(f.dtype, f.shape, f.value)
-            copy.kid = f.kid
-            copy.unsure = f.unsure
-            outs.append(copy)
-        return outs
+        return [f.copy() for f in facts]
 
     def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope, absent: bool = True,
                    memo_key=_UNSET) -> list:
@@ -661,8 +655,7 @@ def _unsure_copy(f: Fact) -> Fact:
     """f marked unsure (computed from an unsure input), as a copy: the memo may hold f."""
     if f.unsure:
         return f
-    copy = Fact(f.dtype, f.shape, f.value, f.type_proto)
-    copy.kid = f.kid
+    copy = f.copy()
     copy.unsure = True
     return copy
 
@@ -764,8 +757,7 @@ def _fits_given_counts(d, tables: list) -> bool:
     try:
         for atom in split:
             cases = [replace_atom(c, atom, x) for c in cases for x in atom.args]
-        return all(c.__class__ is int and INT64_MIN <= c <= INT64_MAX or fits(c, INT64_MIN, INT64_MAX)
-                   or _is_count(c, tables) for c in cases)
+        return all(fits(c, INT64_MIN, INT64_MAX) or _is_count(c, tables) for c in cases)
     except ExpressionTooLarge:
         return False
 

@@ -54,7 +54,7 @@ UNKNOWN = _Unknown()
 
 
 class Wrapped(_Unknown):
-    """An int64 element made by Add, Sub or Mul (or ReduceSum/ReduceProd) whose exact value
+    """An int64 element made by Add, Sub or Mul whose exact value
     ``dim`` may not fit int64. The runtime computes modulo 2**64 (two's complement), and these
     ops commute with that: the element is ``dim`` reduced modulo 2**64, so it *is* ``dim``
     wherever ``dim`` fits -- as it does when ``dim`` is the element count of a tensor of the
@@ -127,6 +127,13 @@ class Fact:
         # they tell nothing of a run (Engine._scope_tables). Set by NodeContext.unsure, and
         # carried to every tensor computed from such a one.
         self.unsure = False
+
+    def copy(self) -> "Fact":
+        """A new fact with the same type, shape, value, number and mark."""
+        copy = Fact(self.dtype, self.shape, self.value, self.type_proto)
+        copy.kid = self.kid
+        copy.unsure = self.unsure
+        return copy
 
     def __repr__(self):
         return f"Fact(dtype={self.dtype!r}, shape={self.shape!r}, value={self.value!r}, type_proto={self.type_proto!r})"

@@ -148,7 +148,7 @@ def fit_integer_value(value: Optional[np.ndarray], dtype: int, wrap: bool = Fals
     spec defines to wrap) a concrete element is computed with the wrap. Concrete overflow of
     other ops is left to the engine, which wraps it and reports it.
 
-    ``ctx``: the value was made by ring operations (Add, Sub, Mul, ReduceSum, ReduceProd) of
+    ``ctx``: the value was made by ring operations (Add, Sub, Mul) of
     int64 elements, which a runtime computes modulo 2**64: a symbolic element that may not fit
     is kept as Wrapped, known wherever it is the element count of a tensor of the run (the
     engine's settle_wrapped)."""
@@ -168,11 +168,8 @@ def fit_integer_value(value: Optional[np.ndarray], dtype: int, wrap: bool = Fals
                 flat[i], changed, wrapped = Wrapped(e), True, True
             else:
                 flat[i], changed = UNKNOWN, True
-        elif type(e) is Wrapped:
-            if ring:
-                wrapped = True
-            else:  # (an op that is no ring op on int64, e.g. a Cast to int32: not known)
-                flat[i], changed = UNKNOWN, True
+        elif type(e) is Wrapped:  # (read by an op that is no ring op, e.g. a Cast: not known)
+            flat[i], changed = UNKNOWN, True
     if wrapped:
         return ctx.engine.settle_wrapped(ctx.scope, obj_array(flat, value.shape))
     return obj_array(flat, value.shape) if changed else value
