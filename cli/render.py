@@ -258,6 +258,8 @@ def render_optimize(report, model_path: str, output: str, explain: bool, verdict
             out.append("")
             out.append("nodes not folded")
             out.extend(f"  {n} ({op}): {why.removeprefix('not folded: ')}" for n, op, why in report.not_folded)
+    for a in report.run_facts:
+        out.append(f"run fact: {a}")
     for a in report.assumptions:
         out.append(f"assumption: {a}")
     if verdict is not None:

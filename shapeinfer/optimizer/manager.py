@@ -30,6 +30,7 @@ from .importer import import_model
 from .passes import REGISTRY
 from .passes.base import PassContext
 from .passes.graph_ops import remove_dead_nodes, replace_uses
+from .run_facts import BoundedFacts, run_lows
 
 # The order matters for how many rounds a graph takes, not for what it ends as: the passes that
 # turn a node into a reshape-like op or a no-op (Tile/Expand/reductions) go before remove-noop,
@@ -61,6 +62,8 @@ class OptimizeReport:
     rounds: int = 0
     seconds: float = 0.0
     assumptions: list = field(default_factory=list)
+    # what every run of the model that succeeds meets, which the rewrites rely on (run_facts.py)
+    run_facts: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -68,6 +71,7 @@ class OptimizeReport:
             "kept": [{"node": n, "op": o, "reason": r} for n, o, r in self.kept],
             "not_folded": [{"node": n, "op": o, "reason": r} for n, o, r in self.not_folded],
             "rounds": self.rounds, "seconds": round(self.seconds, 3), "assumptions": self.assumptions,
+            "run_facts": self.run_facts,
         }
 
 
@@ -269,8 +273,14 @@ class PassManager:
         self._say("inferring shapes")
         fixed = check_input_shapes(src, self.input_shapes)
         facts = infer(src, input_shapes=fixed, assume_nonempty=self.assume_nonempty)
+        lows = run_lows(src, facts)
+        read = facts
+        if lows:  # the passes read the facts with the bounds: what the zero cases come to
+            read = BoundedFacts(facts, {s: lo for s, (lo, _) in lows.items()})
+            report.run_facts.extend(f"{s} >= {lo} in every run that succeeds (below it, {why})"
+                                    for s, (lo, why) in lows.items())
         report.assumptions.extend(d.message for d in facts.diagnostics if d.kind == "future-opset")
-        ctx = PassContext(graph=graph, facts=facts, opsets=opsets, ir_version=src.ir_version,
+        ctx = PassContext(graph=graph, facts=read, opsets=opsets, ir_version=src.ir_version,
                           fold_budget=self.fold_budget, graph_outputs={t.name for t in graph.outputs},
                           ignore_signed_zero=self.ignore_signed_zero, fold_float_math=self.fold_float_math,
                           local_functions=frozenset((f.domain, f.name) for f in src.functions))

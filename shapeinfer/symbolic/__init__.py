@@ -54,6 +54,7 @@ from .expr import (
     plain,
     zero_cases,
     zero_factors,
+    zero_range,
 )
 from .printing import NAME_RE, ParseError, parse, to_str
 
@@ -64,5 +65,5 @@ __all__ = [
     "broadcast_implied", "constant_value", "fits", "dim_key", "dmax", "dmin", "evaluate", "floordiv", "free_symbols",
     "is_static", "iszero", "mod", "mul", "neg", "parse", "provably_equal", "provably_le", "provably_nonneg",
     "provably_not_one", "provably_one", "provably_positive", "replace_atom", "sub", "substitute", "sym",
-    "plain", "term_atoms", "to_str", "truediv", "zero_cases", "zero_factors",
+    "plain", "term_atoms", "to_str", "truediv", "zero_cases", "zero_factors", "zero_range",
 ]

@@ -876,6 +876,17 @@ def _linear_division(atom: Atom) -> Optional[tuple]:
     return None
 
 
+def zero_range(atom: Atom) -> Optional[tuple]:
+    """(name, top) when the atom is 0 exactly where the symbol ``name`` is at most ``top``: the
+    symbol itself (top 0), or a division ``(a*s + k)//c`` of it that is 0 for some s; else None."""
+    if isinstance(atom, Sym):
+        return (atom.name, 0) if atom.lo == 0 else None
+    lin = _linear_division(atom)
+    if lin is not None and isinstance(lin[0], Sym):
+        return lin[0].name, lin[4]
+    return None
+
+
 def atoms(d: Dim):
     """Every atom of d at any depth (those inside other atoms too), outermost first."""
     stack = [d]

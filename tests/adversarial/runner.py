@@ -328,6 +328,7 @@ class Judge:
 
         if st_inf == "ok":
             self.compare_shapes(res, ran, taints, "infer")
+            self.check_run_facts(res, ran, taints)
         elif st_inf == "error" and isinstance(res, ShapeInferenceError):
             self.rejected(res, ran, taints, "infer")
         if st_ne == "ok":
@@ -366,6 +367,24 @@ class Judge:
                 self.rejected(opt, use, taints, f"optimize({name})")
         self.out.seconds = time.perf_counter() - t0
         return self.out
+
+    def check_run_facts(self, res, ran, taints) -> None:
+        """The bounds optimize relies on (optimizer/run_facts.py) hold wherever the original ran:
+        it runs nowhere below them. A binding where a documented runtime deviation touched some
+        tensor is left out (the runtime may run where the spec fails)."""
+        from shapeinfer.optimizer.run_facts import run_lows
+
+        st, lows = self.command("run_lows", lambda: run_lows(self.model, res))
+        if st != "ok":
+            return
+        for b in ran:
+            if taints.get(b):
+                continue
+            binding = self.binding(b)
+            for s, (lo, why) in lows.items():
+                if s in binding and binding[s] < lo:
+                    self.fail("run-fact-wrong", f"optimize takes {s} >= {lo} ({why}), "
+                              f"but the model ran at {s} = {binding[s]}", binding=binding)
 
     def pick_variants(self):
         from shapeinfer.optimizer.manager import DEFAULT_PASSES

@@ -1,0 +1,271 @@
+"""Lower bounds on the input dims that every run of a model that succeeds meets.
+
+An optimised model must compute what the original does wherever the original runs; where the
+original fails, there is nothing to compare. A Reshape fails where its element count would
+change, and where its ``-1`` sits beside a 0 (the -1 cannot be inferred: the spec gives it no
+value, onnxruntime and onnx.reference refuse). So a binding of the input dims that makes some
+Reshape fail, whatever the other dims are, is no run at all -- and a rewrite need not be right
+there. Swin's ``[batch, 16, -1]`` makes ``batch >= 1`` a fact of every run that succeeds; with it,
+its window Reshapes make ``height >= 4``; then a Reshape entry ``(height+4)//8`` is never the 0 that
+would copy another dim, and the optimizer may give the Reshape a constant shape or merge it with
+the one before. The passes read the facts through :class:`BoundedFacts`, each symbol at least
+its bound.
+
+:func:`run_lows` finds such bounds: for each symbol of the graph inputs that a zero case reads
+(an ``iszero`` atom over it, see symbolic.zero_cases), each value from 0 up is tried in turn, the
+other symbols at least their bounds found so far, and it is refuted where a constraint of a
+Reshape that every run executes (one whose output a graph output needs, in the main graph) is
+then false for every binding of the others. The first value not refuted is the bound. Only
+facts inference is sure of are read: a tensor whose dims a runtime may give otherwise
+(``Fact.unsure``) or that inference does not know makes no constraint.
+
+The search is bounded: at most ``MAX_LOW`` values per symbol, ``MAX_CONSTRAINTS`` Reshapes and
+``MAX_SUBSTITUTIONS`` evaluations in all; past them, the bounds found so far stand (fewer bounds
+are only fewer rewrites).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..symbolic import (BroadcastError, EvaluationError, Expr, ExpressionTooLarge, Sym, as_single_atom, atoms,
+                        free_symbols, mul, neg, provably_positive, sub, substitute, sym, zero_cases, zero_factors, zero_range)
+
+MAX_LOW = 64  # the largest bound looked for: values 0 .. MAX_LOW-1 of a symbol may be refuted
+MAX_CONSTRAINTS = 4096
+MAX_SUBSTITUTIONS = 20000
+MAX_ROUNDS = 8  # passes over the symbols (a bound found may let another be refuted)
+
+_ERRORS = (BroadcastError, EvaluationError, ExpressionTooLarge, ZeroDivisionError, OverflowError)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """``expr == 0`` (kind "count": the element count does not change) or ``expr != 0`` (kind
+    "beside-1": the dims beside a -1) in every run of ``node`` that succeeds."""
+
+    kind: str
+    expr: object
+    node: str
+
+    def refuted(self, value) -> bool:
+        """This constraint is false wherever the symbols substituted take their values."""
+        if self.kind == "beside-1":
+            return value == 0
+        return value != 0 and (isinstance(value, int) or provably_positive(value) or provably_positive(neg(value)))
+
+    def why(self) -> str:
+        if self.kind == "beside-1":
+            return f"Reshape {self.node!r} would infer its -1 beside a 0"
+        return f"Reshape {self.node!r} would change the element count"
+
+
+def _product(dims) -> object:
+    total = 1
+    for d in dims:
+        total = mul(total, d)
+    return total
+
+
+def _wanted(result) -> dict:
+    """Symbol name -> the largest value of it at which some zero case of the facts holds (where a
+    dim takes another value than its plain form): the values worth refuting."""
+    seen: set = set()
+    for f in result.facts.values():
+        if f is None or f.shape is None:
+            continue
+        for d in f.shape:
+            if type(d) is not int:
+                seen.add(d)
+    wanted: dict = {}
+    for d in seen:
+        for m in zero_cases(d):
+            factors = zero_factors(m)
+            if factors is None:
+                single = as_single_atom(m)
+                factors = () if single is None else (single,)
+            for atom in factors:
+                found = zero_range(atom)
+                if found is not None and found[1] < MAX_LOW:
+                    wanted[found[0]] = max(wanted.get(found[0], 0), found[1])
+    return wanted
+
+
+# Ops whose reading a Reshape's output leaves it out: onnxruntime's graph optimizations (from
+# its basic level) merge a Reshape into the reshape-like op after it, and the merged node then
+# runs where the Reshape alone would fail.
+_MERGED_READERS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
+
+
+def _live_reshapes(graph) -> list:
+    """The main graph's Reshape nodes (opset >= 5: the shape an input) whose output some graph
+    output needs: every run that succeeds executes them. Only explicit inputs count as reads (a
+    node read from a subgraph alone is left out, which only loses constraints), and a Reshape
+    read by reshape-like ops alone is left out (see _MERGED_READERS)."""
+    producer = {}
+    readers: dict = {}
+    for node in graph.node:
+        for name in node.output:
+            if name:
+                producer[name] = node
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    outputs = {o.name for o in graph.output}
+    live: set = set()
+    stack = [o.name for o in graph.output]
+    while stack:
+        node = producer.get(stack.pop())
+        if node is None or id(node) in live:
+            continue
+        live.add(id(node))
+        stack.extend(n for n in node.input if n)
+    return [n for n in graph.node
+            if id(n) in live and n.op_type == "Reshape" and n.domain in ("", "ai.onnx") and len(n.input) >= 2
+            and (n.output[0] in outputs or any(r.op_type not in _MERGED_READERS or r.domain not in ("", "ai.onnx")
+                                               for r in readers.get(n.output[0], ())))]
+
+
+def _constraints(model, result, symbols: set) -> list:
+    out: list = []
+    if any(f.name == "Reshape" and f.domain in ("", "ai.onnx") for f in model.functions):
+        return out  # a model-local function named Reshape: those nodes compute anything
+    for node in _live_reshapes(model.graph):
+        if len(out) >= MAX_CONSTRAINTS:
+            break
+        data, shape, made = (result.fact(n) for n in (node.input[0], node.input[1], node.output[0]))
+        if any(f is None or f.unsure or f.shape is None for f in (data, shape, made)):
+            continue
+        dims = tuple(data.shape) + tuple(made.shape)
+        if any(result.is_unknown_dim(d) for d in dims):
+            continue
+        name = node.name or node.output[0]
+        try:
+            count = sub(_product(data.shape), _product(made.shape))
+            if count != 0 and free_symbols(count) & symbols:
+                out.append(Constraint("count", count, name))
+            entries = None if shape.value is None else shape.value.reshape(-1).tolist()
+            if entries is not None and len(entries) == len(made.shape):
+                minus = [k for k, e in enumerate(entries) if type(e) is int and e == -1]
+                if len(minus) == 1:
+                    beside = _product(d for k, d in enumerate(made.shape) if k != minus[0])
+                    if isinstance(beside, Expr) and free_symbols(beside) & symbols and not provably_positive(beside):
+                        out.append(Constraint("beside-1", beside, name))
+        except _ERRORS:
+            continue
+    return out
+
+
+def run_lows(model, result) -> dict:
+    """{symbol name: (bound, why)}: each symbol of the graph inputs is at least ``bound`` in
+    every run of the model that succeeds; ``why`` says which Reshape fails below it. Only
+    symbols that some zero case of the inferred shapes reads are looked at."""
+    inputs = {s for s in result.input_symbols() if s not in result.minted}
+    wanted = {s: top for s, top in _wanted(result).items() if s in inputs}
+    if not wanted:
+        return {}
+    # every input symbol may be needed at >= 1 for another's value to be refuted
+    candidates = sorted(inputs)
+    constraints = _constraints(model, result, set(candidates))
+    if not constraints:
+        return {}
+    by_symbol: dict = {s: [c for c in constraints if s in free_symbols(c.expr)] for s in candidates}
+    reach = max(wanted.values())
+    declared = _declared_lows(model, result)  # (1 for every input symbol under assume_nonempty)
+    lows: dict = {s: lo for s, lo in declared.items() if lo > 0}
+    why: dict = {}
+    budget = [MAX_SUBSTITUTIONS]
+
+    def refuted(s: str, v: int):
+        mapping = {t: sym(t, lo) for t, lo in lows.items() if t != s}
+        mapping[s] = v
+        for c in by_symbol[s]:
+            if budget[0] <= 0:
+                return None
+            budget[0] -= 1
+            try:
+                value = substitute(c.expr, mapping)
+                if c.refuted(value):
+                    return c
+            except _ERRORS:
+                continue
+        return None
+
+    for _ in range(MAX_ROUNDS):
+        changed = False
+        for s in candidates:
+            # (a symbol no zero case reads is tried as far: its bound may refute another's values)
+            top = wanted.get(s, reach)
+            while lows.get(s, 0) <= top and budget[0] > 0:
+                c = refuted(s, lows.get(s, 0))
+                if c is None:
+                    break
+                lows[s] = lows.get(s, 0) + 1
+                why[s] = c.why()
+                changed = True
+        if not changed or budget[0] <= 0:
+            break
+    return {s: (lo, why[s]) for s, lo in sorted(lows.items()) if s in why}
+
+
+def _declared_lows(model, result) -> dict:
+    """Symbol name -> the lower bound it carries in the inferred dims of the graph inputs."""
+    out: dict = {}
+    for vi in model.graph.input:
+        f = result.fact(vi.name)
+        for d in (() if f is None or f.shape is None else f.shape):
+            for atom in atoms(d):
+                if isinstance(atom, Sym):
+                    out[atom.name] = max(out.get(atom.name, 0), atom.lo)
+    return out
+
+
+class BoundedFacts:
+    """An inference result read with each bounded symbol taking its bound (``run_lows``): a dim
+    or value element over ``height`` reads as one over ``height >= 4``, which simplifies what the
+    bound decides (``iszero((height+4)//8)`` is 0). Facts are rewritten when first read, once
+    each; everything else is the result's own.
+
+    A dim whose rewriting fails (a broadcast or a division that the bound makes impossible:
+    no run reaches that tensor) stays as it was -- exact at every size, only less simple."""
+
+    def __init__(self, result, lows: dict):
+        self._result = result
+        self._mapping = {s: sym(s, lo) for s, lo in lows.items()}
+        self._facts: dict = {}
+        self._dims: dict = {}
+
+    def __getattr__(self, name):  # fixed_inputs, diagnostics, minted, ...: the result's
+        return getattr(self._result, name)
+
+    def dim(self, d):
+        if type(d) is int or not isinstance(d, Expr):
+            return d
+        got = self._dims.get(d)
+        if got is None:
+            try:
+                got = substitute(d, self._mapping)
+            except _ERRORS:
+                got = d
+            self._dims[d] = got
+        return got
+
+    def fact(self, name: str):
+        if name in self._facts:
+            return self._facts[name]
+        f = self._result.fact(name)
+        if f is not None and (f.shape is not None or f.value is not None):
+            f = f.copy()
+            if f.shape is not None:
+                f.shape = tuple(self.dim(d) for d in f.shape)
+            if f.value is not None and f.value.dtype == object:
+                value = f.value.copy()
+                flat = value.reshape(-1)
+                for k in range(flat.size):
+                    flat[k] = self.dim(flat[k])
+                f.value = value
+        self._facts[name] = f
+        return f
+
+    def shape(self, name: str):
+        f = self.fact(name)
+        return None if f is None else f.shape
