@@ -273,7 +273,7 @@ class PassManager:
         self._say("inferring shapes")
         fixed = check_input_shapes(src, self.input_shapes)
         facts = infer(src, input_shapes=fixed, assume_nonempty=self.assume_nonempty)
-        lows = run_lows(src, facts)
+        lows = run_lows(src, facts, graph)
         read = facts
         if lows:  # the passes read the facts with the bounds: what the zero cases come to
             read = BoundedFacts(facts, {s: lo for s, (lo, _) in lows.items()})

@@ -97,48 +97,83 @@ def _wanted(result) -> dict:
 _MERGED_READERS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
 
 
-def _live_reshapes(graph) -> list:
-    """The main graph's Reshape nodes (opset >= 5: the shape an input) whose output some graph
-    output needs: every run that succeeds executes them. Only explicit inputs count as reads (a
-    node read from a subgraph alone is left out, which only loses constraints), and a Reshape
-    read by reshape-like ops alone is left out (see _MERGED_READERS)."""
+def _proto_nodes(graph) -> list:
+    """(op, domain, name, input names, output names) for each node of a GraphProto."""
+    return [(n.op_type, n.domain, n.name, n.input[:], n.output[:]) for n in graph.node]
+
+
+def _live_reshapes_gs(graph) -> list:
+    """_live_reshapes for an onnx-graphsurgeon graph (the optimizer's, imported already), walked
+    through its tensors' producers and readers."""
+    outputs = {t.name for t in graph.outputs}
+    seen: set = set()
+    found = []
+    stack = list(graph.outputs)
+    while stack:
+        for node in stack.pop().inputs:
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.extend(node.inputs)
+            if node.op == "Reshape" and (node.domain or "") in ("", "ai.onnx") and len(node.inputs) >= 2 and node.outputs:
+                made = node.outputs[0]
+                if made.name in outputs or any(r.op not in _MERGED_READERS or (r.domain or "") not in ("", "ai.onnx")
+                                               for r in made.outputs):
+                    found.append(node)
+    order = {id(n): k for k, n in enumerate(graph.nodes)}
+    found.sort(key=lambda n: order.get(id(n), -1))
+    return [(n.name or n.outputs[0].name, n.inputs[0].name, n.inputs[1].name, n.outputs[0].name) for n in found]
+
+
+def _live_reshapes(nodes: list, outputs: list) -> list:
+    """Of ``nodes`` (see _proto_nodes), the Reshape nodes (opset >= 5: the shape an input) whose
+    output some graph output needs: every run that succeeds executes them. Only explicit inputs
+    count as reads (a node read from a subgraph alone is left out, which only loses
+    constraints), and a Reshape read by reshape-like ops alone is left out (see
+    _MERGED_READERS)."""
     producer = {}
     readers: dict = {}
-    for node in graph.node:
-        for name in node.output:
+    for k, (op, domain, _, ins, outs) in enumerate(nodes):
+        for name in outs:
             if name:
-                producer[name] = node
-        for name in node.input:
-            readers.setdefault(name, []).append(node)
-    outputs = {o.name for o in graph.output}
+                producer[name] = k
+        merged = op in _MERGED_READERS and domain in ("", "ai.onnx")
+        for name in ins:
+            readers[name] = readers.get(name, True) and merged  # read by merged readers alone
     live: set = set()
-    stack = [o.name for o in graph.output]
+    stack = list(outputs)
     while stack:
-        node = producer.get(stack.pop())
-        if node is None or id(node) in live:
+        k = producer.get(stack.pop())
+        if k is None or k in live:
             continue
-        live.add(id(node))
-        stack.extend(n for n in node.input if n)
-    return [n for n in graph.node
-            if id(n) in live and n.op_type == "Reshape" and n.domain in ("", "ai.onnx") and len(n.input) >= 2
-            and (n.output[0] in outputs or any(r.op_type not in _MERGED_READERS or r.domain not in ("", "ai.onnx")
-                                               for r in readers.get(n.output[0], ())))]
+        live.add(k)
+        stack.extend(n for n in nodes[k][3] if n)
+    out = []
+    for k in sorted(live):
+        op, domain, name, ins, outs = nodes[k]
+        if op == "Reshape" and domain in ("", "ai.onnx") and len(ins) >= 2 and outs and \
+                (outs[0] in outputs or not readers.get(outs[0], True)):
+            out.append((name or outs[0], ins[0], ins[1], outs[0]))
+    return out
 
 
-def _constraints(model, result, symbols: set) -> list:
+def _constraints(model, result, symbols: set, graph=None) -> list:
+    """The constraints of the live Reshapes of the model (of ``graph``, an onnx-graphsurgeon
+    import of it, when given: it reads faster) that involve one of ``symbols``."""
     out: list = []
     if any(f.name == "Reshape" and f.domain in ("", "ai.onnx") for f in model.functions):
         return out  # a model-local function named Reshape: those nodes compute anything
-    for node in _live_reshapes(model.graph):
+    reshapes = _live_reshapes_gs(graph) if graph is not None else \
+        _live_reshapes(_proto_nodes(model.graph), [o.name for o in model.graph.output])
+    for name, data_name, shape_name, made_name in reshapes:
         if len(out) >= MAX_CONSTRAINTS:
             break
-        data, shape, made = (result.fact(n) for n in (node.input[0], node.input[1], node.output[0]))
+        data, shape, made = result.fact(data_name), result.fact(shape_name), result.fact(made_name)
         if any(f is None or f.unsure or f.shape is None for f in (data, shape, made)):
             continue
         dims = tuple(data.shape) + tuple(made.shape)
         if any(result.is_unknown_dim(d) for d in dims):
             continue
-        name = node.name or node.output[0]
         try:
             count = sub(_product(data.shape), _product(made.shape))
             if count != 0 and free_symbols(count) & symbols:
@@ -155,17 +190,18 @@ def _constraints(model, result, symbols: set) -> list:
     return out
 
 
-def run_lows(model, result) -> dict:
+def run_lows(model, result, graph=None) -> dict:
     """{symbol name: (bound, why)}: each symbol of the graph inputs is at least ``bound`` in
     every run of the model that succeeds; ``why`` says which Reshape fails below it. Only
-    symbols that some zero case of the inferred shapes reads are looked at."""
+    symbols that some zero case of the inferred shapes reads are looked at. ``graph``: the
+    model imported into onnx-graphsurgeon, unchanged yet, if there is one (it reads faster)."""
     inputs = {s for s in result.input_symbols() if s not in result.minted}
     wanted = {s: top for s, top in _wanted(result).items() if s in inputs}
     if not wanted:
         return {}
     # every input symbol may be needed at >= 1 for another's value to be refuted
     candidates = sorted(inputs)
-    constraints = _constraints(model, result, set(candidates))
+    constraints = _constraints(model, result, set(candidates), graph)
     if not constraints:
         return {}
     by_symbol: dict = {s: [c for c in constraints if s in free_symbols(c.expr)] for s in candidates}
