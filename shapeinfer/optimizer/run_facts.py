@@ -91,10 +91,14 @@ def _wanted(result) -> dict:
     return wanted
 
 
-# Ops whose reading a Reshape's output leaves it out: onnxruntime's graph optimizations (from
-# its basic level) merge a Reshape into the reshape-like op after it, and the merged node then
-# runs where the Reshape alone would fail.
-_MERGED_READERS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
+# Ops whose reading a Reshape's output alone leaves it out: a Reshape and the reshape-like op
+# after it may be merged into one (simplifiers do it), which then runs where the Reshape alone
+# would fail.
+_SKIPPING_READERS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
+# Ops that read only their input's shape: what only they read need not run. onnxruntime's graph
+# optimizations (from its basic level) fold a Shape of a tensor whose shape they know, and the
+# nodes before it then never run.
+_SHAPE_READERS = frozenset({"Shape", "Size"})
 
 
 def _proto_nodes(graph) -> list:
@@ -114,30 +118,39 @@ def _live_reshapes_gs(graph) -> list:
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            stack.extend(node.inputs)
+            if node.op not in _SHAPE_READERS:
+                stack.extend(node.inputs)
             if node.op == "Reshape" and (node.domain or "") in ("", "ai.onnx") and len(node.inputs) >= 2 and node.outputs:
                 made = node.outputs[0]
-                if made.name in outputs or any(r.op not in _MERGED_READERS or (r.domain or "") not in ("", "ai.onnx")
+                if made.name in outputs or any(r.op not in _SKIPPING_READERS or (r.domain or "") not in ("", "ai.onnx")
                                                for r in made.outputs):
                     found.append(node)
     order = {id(n): k for k, n in enumerate(graph.nodes)}
     found.sort(key=lambda n: order.get(id(n), -1))
-    return [(n.name or n.outputs[0].name, n.inputs[0].name, n.inputs[1].name, n.outputs[0].name) for n in found]
+    out = []
+    for n in found:
+        shape = n.inputs[1]
+        concat = shape.inputs[0] if len(shape.inputs) == 1 else None
+        pieces = None
+        if concat is not None and concat.op == "Concat" and (concat.domain or "") in ("", "ai.onnx"):
+            pieces = [(t.name, not t.inputs or t.inputs[0].op == "Constant") for t in concat.inputs]
+        out.append((n.name or n.outputs[0].name, n.inputs[0].name, shape.name, n.outputs[0].name, pieces))
+    return out
 
 
-def _live_reshapes(nodes: list, outputs: list) -> list:
+def _live_reshapes(nodes: list, outputs: list, initializers: set) -> list:
     """Of ``nodes`` (see _proto_nodes), the Reshape nodes (opset >= 5: the shape an input) whose
-    output some graph output needs: every run that succeeds executes them. Only explicit inputs
-    count as reads (a node read from a subgraph alone is left out, which only loses
-    constraints), and a Reshape read by reshape-like ops alone is left out (see
-    _MERGED_READERS)."""
+    output some graph output needs -- its data, not only its shape (_SHAPE_READERS): every run
+    that succeeds executes them. Only explicit inputs count as reads (a node read from a
+    subgraph alone is left out, which only loses constraints), and a Reshape read by
+    reshape-like ops alone is left out (see _SKIPPING_READERS)."""
     producer = {}
     readers: dict = {}
     for k, (op, domain, _, ins, outs) in enumerate(nodes):
         for name in outs:
             if name:
                 producer[name] = k
-        merged = op in _MERGED_READERS and domain in ("", "ai.onnx")
+        merged = op in _SKIPPING_READERS and domain in ("", "ai.onnx")
         for name in ins:
             readers[name] = readers.get(name, True) and merged  # read by merged readers alone
     live: set = set()
@@ -147,14 +160,43 @@ def _live_reshapes(nodes: list, outputs: list) -> list:
         if k is None or k in live:
             continue
         live.add(k)
-        stack.extend(n for n in nodes[k][3] if n)
+        if nodes[k][0] not in _SHAPE_READERS:
+            stack.extend(n for n in nodes[k][3] if n)
     out = []
     for k in sorted(live):
         op, domain, name, ins, outs = nodes[k]
         if op == "Reshape" and domain in ("", "ai.onnx") and len(ins) >= 2 and outs and \
                 (outs[0] in outputs or not readers.get(outs[0], True)):
-            out.append((name or outs[0], ins[0], ins[1], outs[0]))
+            made_by = producer.get(ins[1])
+            pieces = None
+            if made_by is not None and nodes[made_by][0] == "Concat" and nodes[made_by][1] in ("", "ai.onnx"):
+                pieces = [(t, t in initializers or (t in producer and nodes[producer[t]][0] == "Constant"))
+                          for t in nodes[made_by][3]]
+            out.append((name or outs[0], ins[0], ins[1], outs[0], pieces))
     return out
+
+
+def _may_be_fused(result, data_shape: tuple, pieces: list) -> bool:
+    """Whether onnxruntime may run this Reshape (its shape a Concat of ``pieces``: (name, is an
+    initializer)) with another shape than the spec's. Its ReshapeFusion (basic level) makes a
+    Concat whose every input is a constant or the input's own dim at that index, but one, a
+    constant shape -- that one input becoming -1, which then runs where the entry would not.
+    It sees between ``free_min`` (inputs neither a known int nor the input dim at its index, as
+    inference knows them) and ``free_max`` (inputs not initializers) such inputs; with a -1
+    among them it can make no other."""
+    free_max = sum(1 for _, is_init in pieces if not is_init)
+    free_min, at = 0, 0
+    for name, _ in pieces:
+        f = result.fact(name)
+        elems = None if f is None or f.value is None or f.value.ndim != 1 else f.value.tolist()
+        if elems is None:
+            return free_max >= 1  # (its length unknown: where the others sit is too)
+        if any(type(e) is int and e == -1 for e in elems):
+            return False
+        if not all(type(e) is int or at + k < len(data_shape) and e == data_shape[at + k] for k, e in enumerate(elems)):
+            free_min += 1
+        at += len(elems)
+    return free_min <= 1 <= free_max
 
 
 def _constraints(model, result, symbols: set, graph=None) -> list:
@@ -164,8 +206,9 @@ def _constraints(model, result, symbols: set, graph=None) -> list:
     if any(f.name == "Reshape" and f.domain in ("", "ai.onnx") for f in model.functions):
         return out  # a model-local function named Reshape: those nodes compute anything
     reshapes = _live_reshapes_gs(graph) if graph is not None else \
-        _live_reshapes(_proto_nodes(model.graph), [o.name for o in model.graph.output])
-    for name, data_name, shape_name, made_name in reshapes:
+        _live_reshapes(_proto_nodes(model.graph), [o.name for o in model.graph.output],
+                       {t.name for t in model.graph.initializer})
+    for name, data_name, shape_name, made_name, pieces in reshapes:
         if len(out) >= MAX_CONSTRAINTS:
             break
         data, shape, made = result.fact(data_name), result.fact(shape_name), result.fact(made_name)
@@ -173,6 +216,8 @@ def _constraints(model, result, symbols: set, graph=None) -> list:
             continue
         dims = tuple(data.shape) + tuple(made.shape)
         if any(result.is_unknown_dim(d) for d in dims):
+            continue
+        if pieces is not None and _may_be_fused(result, data.shape, pieces):
             continue
         try:
             count = sub(_product(data.shape), _product(made.shape))
@@ -289,7 +334,8 @@ class BoundedFacts:
         if name in self._facts:
             return self._facts[name]
         f = self._result.fact(name)
-        if f is not None and (f.shape is not None or f.value is not None):
+        if f is not None and (f.shape is not None and any(type(d) is not int for d in f.shape)
+                              or f.value is not None and f.value.dtype == object):
             f = f.copy()
             if f.shape is not None:
                 f.shape = tuple(self.dim(d) for d in f.shape)
