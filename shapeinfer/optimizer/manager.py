@@ -480,13 +480,21 @@ def _release(gs, graph, imported: tuple) -> None:
     of the graph after the walk's pause of it ends (a tenth of a second on a 7,000-node model).
     ``imported``: the nodes and tensors as imported (passes drop some from the graph)."""
     nodes, tensors = imported
-    nodes = nodes + list(_all_nodes(gs, graph))
-    tensors = tensors + [t for n in nodes for io in (n.inputs, n.outputs) for t in io] \
-        + [v for n in nodes for v in n.attrs.values() if isinstance(v, gs.Tensor)]  # (Constant's value)
-    for obj in nodes + tensors:
-        for side in (obj.inputs, obj.outputs):
-            side.parent_obj = None
-            list.clear(side)
+    seen: set = set()
+    clear = list.clear
+    for group in (nodes, _all_nodes(gs, graph), tensors):
+        for obj in group:
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            ins, outs = obj.inputs, obj.outputs
+            if group is not tensors:  # a node: its tensors, and a Constant's value among its attributes
+                tensors.extend(ins)
+                tensors.extend(outs)
+                tensors.extend(v for v in obj.attrs.values() if isinstance(v, gs.Tensor))
+            ins.parent_obj = outs.parent_obj = None
+            clear(ins)
+            clear(outs)
 
 
 def _all_nodes(gs, graph):

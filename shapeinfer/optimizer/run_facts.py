@@ -314,6 +314,7 @@ class BoundedFacts:
         self._mapping = {s: sym(s, lo) for s, lo in lows.items()}
         self._facts: dict = {}
         self._dims: dict = {}
+        self._shapes: dict = {}
 
     def __getattr__(self, name):  # fixed_inputs, diagnostics, minted, ...: the result's
         return getattr(self._result, name)
@@ -334,11 +335,19 @@ class BoundedFacts:
         if name in self._facts:
             return self._facts[name]
         f = self._result.fact(name)
-        if f is not None and (f.shape is not None and any(type(d) is not int for d in f.shape)
-                              or f.value is not None and f.value.dtype == object):
+        if f is None:
+            self._facts[name] = f
+            return f
+        shape = f.shape
+        if shape is not None:
+            got = self._shapes.get(shape)
+            if got is None:  # (many tensors share a shape: [batch, seq, 64])
+                got = tuple(self.dim(d) for d in shape)
+                got = self._shapes[shape] = shape if all(a is b for a, b in zip(got, shape)) else got
+            shape = got
+        if shape is not f.shape or f.value is not None and f.value.dtype == object:
             f = f.copy()
-            if f.shape is not None:
-                f.shape = tuple(self.dim(d) for d in f.shape)
+            f.shape = shape
             if f.value is not None and f.value.dtype == object:
                 value = f.value.copy()
                 flat = value.reshape(-1)
