@@ -9,6 +9,7 @@ Reshapes whose entries are computed from ``Shape(x)`` -- some beside a -1, some 
 dim where they are 0 -- and each is run at every binding of a small grid.
 """
 
+import functools
 import itertools
 import os
 
@@ -320,15 +321,24 @@ def _default_level_outputs(model, feeds):
         return None
 
 
-def _fusion_model():
+def _fusion_model(between=None):
     """x [4,H] -> Reshape [H//4, 16] (H < 4: the 0 copies the 4, and the count is wrong); and
-    w [3,4] -> Reshape [min(H//4, 1), -1], which a bound H >= 4 would make [1, -1]."""
+    w [3,4] -> Reshape [min(H//4, 1), -1], which a bound H >= 4 would make [1, -1]. ``between``:
+    a node that leaves the shape as it is, between the Concat and the Reshape ("Identity",
+    "Add" of 0), which onnxruntime removes before it fuses."""
+    last = "t"
+    extra = []
+    if between == "Identity":
+        extra, last = [helper.make_node("Identity", ["t"], ["t_same"])], "t_same"
+    elif between == "Add":
+        extra, last = [helper.make_node("Add", ["t", "c0"], ["t_same"])], "t_same"
     nodes = [helper.make_node("Shape", ["x"], ["xs"]), helper.make_node("Gather", ["xs", "i1"], ["h"], axis=0),
              helper.make_node("Div", ["h", "c4"], ["q"]), helper.make_node("Concat", ["q", "c16"], ["t"], axis=0),
-             helper.make_node("Reshape", ["x", "t"], ["r"]), helper.make_node("Relu", ["r"], ["y"]),
+             *extra, helper.make_node("Reshape", ["x", last], ["r"]), helper.make_node("Relu", ["r"], ["y"]),
              helper.make_node("Min", ["q", "c1"], ["m"]), helper.make_node("Concat", ["m", "cm1"], ["t2"], axis=0),
              helper.make_node("Reshape", ["w", "t2"], ["y2"])]
-    inits = [_ints("i1", [1]), _ints("c4", [4]), _ints("c16", [16]), _ints("c1", [1]), _ints("cm1", [-1])]
+    inits = [_ints("i1", [1]), _ints("c4", [4]), _ints("c16", [16]), _ints("c1", [1]), _ints("cm1", [-1]),
+             _ints("c0", [0])]
     return nodes, inits, [("x", [4, "H"]), ("w", [3, 4])], [("y", TensorProto.FLOAT), ("y2", TensorProto.FLOAT)], "H"
 
 
@@ -346,12 +356,15 @@ def _shape_folding_model():
     return nodes, inits, [("x", ["B", 6]), ("w", [3, 4]), ("w2", [1, 5])], outputs, "B"
 
 
-@pytest.mark.parametrize("make", [_fusion_model, _shape_folding_model], ids=["reshape-fusion", "shape-folding"])
+@pytest.mark.parametrize("make", [_fusion_model, functools.partial(_fusion_model, "Identity"),
+                                  functools.partial(_fusion_model, "Add"), _shape_folding_model],
+                         ids=["reshape-fusion", "fusion-through-identity", "fusion-through-add-0", "shape-folding"])
 def test_default_level_runs_agree(make):
     """Two ways onnxruntime at its default level runs a model where the spec fails, which make no
     bound: ReshapeFusion turns the Concat's one computed entry into -1 ([H//4, 16] runs at H = 0
     as [-1, 16]); constant folding replaces Shape(Reshape(x, [2,3])) and the Reshape never runs
-    (at B = 0). There the original's w Reshape copies the 3: (3, 4). Both found by review."""
+    (at B = 0). There the original's w Reshape copies the 3: (3, 4). Found by review, as was
+    the fusion through nodes onnxruntime removes first."""
     nodes, inits, inputs, outputs, symbol = make()
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, d) for n, d in inputs],
                               [helper.make_tensor_value_info(n, t, None) for n, t in outputs],

@@ -35,6 +35,7 @@ MAX_LOW = 64  # the largest bound looked for: values 0 .. MAX_LOW-1 of a symbol 
 MAX_CONSTRAINTS = 4096
 MAX_SUBSTITUTIONS = 20000
 MAX_ROUNDS = 8  # passes over the symbols (a bound found may let another be refuted)
+MAX_CHAIN = 8  # nodes walked back from a Reshape's shape to the Concat it may come from
 
 _ERRORS = (BroadcastError, EvaluationError, ExpressionTooLarge, ZeroDivisionError, OverflowError)
 
@@ -129,12 +130,17 @@ def _live_reshapes_gs(graph) -> list:
     found.sort(key=lambda n: order.get(id(n), -1))
     out = []
     for n in found:
-        shape = n.inputs[1]
-        concat = shape.inputs[0] if len(shape.inputs) == 1 else None
-        pieces = None
-        if concat is not None and concat.op == "Concat" and (concat.domain or "") in ("", "ai.onnx"):
-            pieces = [(t.name, not t.inputs or t.inputs[0].op == "Constant") for t in concat.inputs]
-        out.append((n.name or n.outputs[0].name, n.inputs[0].name, shape.name, n.outputs[0].name, pieces))
+        chain, t = [], n.inputs[1]
+        for _ in range(MAX_CHAIN):  # the producers of the shape, back to a Concat
+            if len(t.inputs) != 1:
+                break
+            p = t.inputs[0]
+            chain.append((p.op, p.domain or "", [x.name for x in p.inputs], t.name,
+                          [not x.inputs or x.inputs[0].op == "Constant" for x in p.inputs]))
+            if p.op == "Concat" or not p.inputs:
+                break
+            t = p.inputs[0]
+        out.append((n.name or n.outputs[0].name, n.inputs[0].name, n.inputs[1].name, n.outputs[0].name, chain))
     return out
 
 
@@ -167,13 +173,39 @@ def _live_reshapes(nodes: list, outputs: list, initializers: set) -> list:
         op, domain, name, ins, outs = nodes[k]
         if op == "Reshape" and domain in ("", "ai.onnx") and len(ins) >= 2 and outs and \
                 (outs[0] in outputs or not readers.get(outs[0], True)):
-            made_by = producer.get(ins[1])
-            pieces = None
-            if made_by is not None and nodes[made_by][0] == "Concat" and nodes[made_by][1] in ("", "ai.onnx"):
-                pieces = [(t, t in initializers or (t in producer and nodes[producer[t]][0] == "Constant"))
-                          for t in nodes[made_by][3]]
-            out.append((name or outs[0], ins[0], ins[1], outs[0], pieces))
+            chain, t = [], ins[1]
+            for _ in range(MAX_CHAIN):  # the producers of the shape, back to a Concat
+                made_by = producer.get(t)
+                if made_by is None:
+                    break
+                p_op, p_domain, _, p_ins, _ = nodes[made_by]
+                chain.append((p_op, p_domain, p_ins, t,
+                              [x in initializers or (x in producer and nodes[producer[x]][0] == "Constant") for x in p_ins]))
+                if p_op == "Concat" or not p_ins:
+                    break
+                t = p_ins[0]
+            out.append((name or outs[0], ins[0], ins[1], outs[0], chain))
     return out
+
+
+def _fused_pieces(result, chain: list):
+    """The inputs of the Concat the shape comes from, as (name, is an initializer), through
+    nodes that leave its value as it is (Identity, a Cast to its own type, Add 0, a Slice of all
+    of it...: onnxruntime removes them before its ReshapeFusion); None if it comes from none."""
+    for op, domain, ins, out, consts in chain:
+        if domain not in ("", "ai.onnx"):
+            return None
+        if op == "Concat":
+            return list(zip(ins, consts))
+        if not ins or not _same_value(result.fact(out), result.fact(ins[0])):
+            return None
+    return None
+
+
+def _same_value(a, b) -> bool:
+    if a is None or b is None or a.value is None or b.value is None or a.value.shape != b.value.shape:
+        return False
+    return all(type(x) is type(y) and x == y for x, y in zip(a.value.reshape(-1).tolist(), b.value.reshape(-1).tolist()))
 
 
 def _may_be_fused(result, data_shape: tuple, pieces: list) -> bool:
@@ -208,7 +240,7 @@ def _constraints(model, result, symbols: set, graph=None) -> list:
     reshapes = _live_reshapes_gs(graph) if graph is not None else \
         _live_reshapes(_proto_nodes(model.graph), [o.name for o in model.graph.output],
                        {t.name for t in model.graph.initializer})
-    for name, data_name, shape_name, made_name, pieces in reshapes:
+    for name, data_name, shape_name, made_name, chain in reshapes:
         if len(out) >= MAX_CONSTRAINTS:
             break
         data, shape, made = result.fact(data_name), result.fact(shape_name), result.fact(made_name)
@@ -217,6 +249,7 @@ def _constraints(model, result, symbols: set, graph=None) -> list:
         dims = tuple(data.shape) + tuple(made.shape)
         if any(result.is_unknown_dim(d) for d in dims):
             continue
+        pieces = _fused_pieces(result, chain)
         if pieces is not None and _may_be_fused(result, data.shape, pieces):
             continue
         try:
