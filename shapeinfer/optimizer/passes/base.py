@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Iterator, Optional
 
+import onnx_graphsurgeon as gs
+
 
 @dataclass
 class PassResult:
@@ -102,8 +104,6 @@ class PassContext:
         return name
 
     def shape(self, tensor) -> Optional[tuple]:
-        import onnx_graphsurgeon as gs
-
         if isinstance(tensor, gs.Constant):  # possibly made by a pass: it knows its shape
             return tuple(int(d) for d in tensor.shape)
         return self.facts.shape(tensor.name)
