@@ -66,6 +66,12 @@ def _known_int_value(ctx, tensor):
         return None
 
 
+# Ops that compute small int tensors (shapes, indices) from constants: where inference knows
+# their outputs' values, those are taken as they are instead of computing them again.
+# (Within the budget: a larger output is left to the folding path, which weighs it.)
+_INT_VALUE_OPS = frozenset({"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Add", "Sub", "Mul",
+                            "Div", "Cast", "Reshape", "Size"})
+
 # Ops whose output can be far larger than their inputs, or whose work is not bounded by them:
 # folded only when inference knows the output's size beforehand.
 GROWING_OPS = frozenset({"ConstantOfShape", "Expand", "Tile", "Range", "Resize", "Upsample", "Pad", "OneHot",
@@ -229,18 +235,31 @@ class ConstantFoldingPass(Pass):
         if not ctx.op(node) and (node.domain or "") in ("", "ai.onnx"):
             result.decline(node, "not folded: a call of the model-local function " + node.op)
         elif all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
-            if self._fold(ctx, node, inputs, result):
+            # (an int output inference knows already is taken as it is, without computing it)
+            if not (node.op in _INT_VALUE_OPS and self._take_known(ctx, node, result, ctx.fold_budget)) \
+                    and self._fold(ctx, node, inputs, result):
                 return
+        self._take_known(ctx, node, result)
+
+    def _take_known(self, ctx, node, result, budget=None) -> bool:
+        """Make the outputs constants if inference knows their int values in full (and they
+        hold at most ``budget`` bytes, when given)."""
+        if not node.outputs:
+            return False
         known = [_known_int_value(ctx, t) for t in node.outputs]
+        if budget is not None and any(k is None or k.nbytes > budget for k in known):
+            return False
         if known and all(k is not None for k in known) and _cast_of_float_is_exact(ctx, node):
             why = next(filter(None, (unloadable_constant(t, a) for t, a in zip(node.outputs, known))), "")
             if why:
                 result.decline(node, f"its known value is kept computed: {why}")
-                return
+                return True
             for t, arr in zip(node.outputs, known):
                 t.to_constant(constant_values(arr, t.name))
             remove_node(node)
             result.change(node, "its output value is known from inference: a constant now")
+            return True
+        return False
 
     def _fold(self, ctx, node, inputs, result):
         if node.op == "Constant" and not inputs and _move_constant(ctx, node):
