@@ -109,7 +109,9 @@ def _proto_nodes(graph) -> list:
 
 def _live_reshapes_gs(graph) -> list:
     """_live_reshapes for an onnx-graphsurgeon graph (the optimizer's, imported already), walked
-    through its tensors' producers and readers."""
+    through its tensors' producers and readers. (An initializer the caller may override is a
+    Variable there: onnxruntime does not take it for a constant either.)"""
+    from onnx_graphsurgeon import Constant
     outputs = {t.name for t in graph.outputs}
     seen: set = set()
     found = []
@@ -136,7 +138,8 @@ def _live_reshapes_gs(graph) -> list:
                 break
             p = t.inputs[0]
             chain.append((p.op, p.domain or "", [x.name for x in p.inputs], t.name,
-                          [not x.inputs or x.inputs[0].op == "Constant" for x in p.inputs]))
+                          [isinstance(x, Constant) or bool(x.inputs) and x.inputs[0].op == "Constant"
+                           for x in p.inputs]))
             if p.op == "Concat" or not p.inputs:
                 break
             t = p.inputs[0]
@@ -239,7 +242,7 @@ def _constraints(model, result, symbols: set, graph=None) -> list:
         return out  # a model-local function named Reshape: those nodes compute anything
     reshapes = _live_reshapes_gs(graph) if graph is not None else \
         _live_reshapes(_proto_nodes(model.graph), [o.name for o in model.graph.output],
-                       {t.name for t in model.graph.initializer})
+                       {t.name for t in model.graph.initializer} - {i.name for i in model.graph.input})
     for name, data_name, shape_name, made_name, chain in reshapes:
         if len(out) >= MAX_CONSTRAINTS:
             break
