@@ -1798,3 +1798,40 @@ RECIPES.update({
     "huge_empty": (2, 9, r_huge_empty),
     "loop_early_exit": (2, 11, r_loop_early_exit),
 })
+
+
+def r_window_reshape(b: Builder):
+    """Swin's pattern, which optimize draws run facts from (optimizer/run_facts.py): x ->
+    Reshape [d0, c, -1] (fails at d0 = 0) -> a window split [d0, (di+a)//k, ..., -1] whose entry
+    copies another dim where it is 0 (then the element count breaks, or not), and a probe
+    Reshape [min((di+a)//k, 1), -1] of a constant that a wrong bound would make [1, -1]. The
+    shape may pass through a node that keeps its value (onnxruntime removes it and then fuses the
+    Concat: no bound may come of that)."""
+    r = b.rng
+    if b.opset < 8:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=2, max_rank=4, float_only=True))
+    rank = x.rank()
+    d0 = b.dim_vec(x, 0)
+    c = r.choice([1, 2, 4])
+    y = emit_reshape(b, x, b.concat([d0, b.i64([c, -1])]))
+    if r.random() < 0.7:  # another reader than a reshape-like op (which may be merged with it)
+        y = b.emit1(r.choice(["Relu", "Neg", "Abs"]), [y], lambda k, ins: spec.same({}, ins))
+    i = r.randrange(1, rank)
+    di = b.dim_vec(x, i)
+    a, k = r.choice([0, 0, 1, 3]), r.choice([2, 4])
+    q = b.binop("Div", b.binop("Add", di, b.i64([a])) if a else di, b.i64([k]))
+    parts = [d0, q, b.i64([-1])] if r.random() < 0.6 else [b.i64([-1]), q, b.i64([k])]
+    if r.random() < 0.3:
+        parts = [d0, q]  # no -1: only the count decides
+    shape = b.concat(parts)
+    if r.random() < 0.3:  # a node that keeps the value, between the Concat and the Reshape
+        shape = b.emit1("Identity", [shape], lambda k_, ins: spec.same({}, ins), tags={"shape"})
+    y = emit_reshape(b, y, shape)
+    if r.random() < 0.7:
+        probe = b.concat([b.binop("Min", q, b.i64([1])), b.i64([-1])])
+        emit_reshape(b, b.const(np.arange(12, dtype=np.float32).reshape(3, 4)), probe)
+    return y
+
+
+RECIPES.update({"window_reshape": (8, 8, r_window_reshape)})
