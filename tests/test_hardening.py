@@ -335,3 +335,32 @@ def test_a_constant_loop_with_a_huge_trip_count_is_not_run(capsys, tmp_path):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("head", [2**62, 2**63 - 1])
+def test_no_constant_shape_for_a_reshape_whose_static_dims_multiply_past_int64(head):
+    """x = ConstantOfShape([head, 4, 0]) has no element, but onnx's inference (run by onnxruntime
+    at load) multiplies a Reshape's input dims when the shape is a constant: Reshape(x, [d, 2, -1])
+    with d = Shape(x)[1] computed loads, the same with the constant shape [4, 2, -1] would not.
+    The optimised model loads wherever the original does (a generated graph found it)."""
+    ort = pytest.importorskip("onnxruntime")
+    import shapeinfer
+    from onnx import numpy_helper
+
+    def ints(name, v):
+        return numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+
+    nodes = [helper.make_node("ConstantOfShape", ["dims"], ["x"]),
+             helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Gather", ["xs", "one"], ["z"], axis=0),
+             helper.make_node("Concat", ["z", "two", "m1"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[ints("dims", [head, 4, 0]), ints("one", [1]), ints("m1", [-1]),
+                                           ints("two", [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])  # loads
+    out = shapeinfer.optimize(model)
+    ort.InferenceSession(out.SerializeToString(), opts, providers=["CPUExecutionProvider"])

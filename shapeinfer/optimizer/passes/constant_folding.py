@@ -250,7 +250,7 @@ class ConstantFoldingPass(Pass):
         if budget is not None and any(k is None or k.nbytes > budget for k in known):
             return False
         if known and all(k is not None for k in known) and _cast_of_float_is_exact(ctx, node):
-            why = next(filter(None, (unloadable_constant(t, a) for t, a in zip(node.outputs, known))), "")
+            why = next(filter(None, (unloadable_constant(t, a, ctx) for t, a in zip(node.outputs, known))), "")
             if why:
                 result.decline(node, f"its known value is kept computed: {why}")
                 return True
@@ -292,7 +292,7 @@ class ConstantFoldingPass(Pass):
             result.decline(node, "not folded: the output would be larger than its inputs and the budget")
             return True
         outs = [np.asarray(a) for a in outs]
-        why = next(filter(None, (unloadable_constant(t, a) for t, a in zip(node.outputs, outs) if not t.is_empty())), "")
+        why = next(filter(None, (unloadable_constant(t, a, ctx) for t, a in zip(node.outputs, outs) if not t.is_empty())), "")
         if why:
             result.decline(node, f"not folded: {why}")
             return True

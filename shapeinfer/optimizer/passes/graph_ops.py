@@ -100,6 +100,7 @@ def constant_input(node, i: int) -> Optional[np.ndarray]:
 # fail to load. Such values stay computed. Operands of larger products are a bound left open
 # (a declared static dim past 2**31 times a constant repeat past 2**32).
 LOAD_SAFE_DIM = 2**31 - 1
+INT64_MAX = 2**63 - 1
 # Inputs whose constant value onnx's inference makes output dims, by op.
 DIM_INPUTS = {"Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Pad": (1,), "Resize": (3,),
               "Range": (0, 1, 2), "OneHot": (1,), "TopK": (1,), "CenterCropPad": (1,), "Col2Im": (1, 2),
@@ -111,11 +112,32 @@ def dims_load_safely(values) -> bool:
     return all(-LOAD_SAFE_DIM <= int(v) <= LOAD_SAFE_DIM for v in values)
 
 
-def unloadable_constant(tensor, arr) -> str:
+def reshape_data_loads(ctx, data) -> bool:
+    """Whether a Reshape of ``data`` may get a constant shape: onnx's inference (which
+    onnxruntime runs when it loads a model) multiplies a Reshape's input dims when its shape is
+    a constant, and refuses the model when the product passes int64 -- an input [2**63-1, 4, 0]
+    has no element, yet it would. The product of its nonzero static dims must fit."""
+    shape = ctx.shape(data)
+    total = 1
+    for d in shape or ():
+        if type(d) is int and d:
+            total *= d
+            if total > INT64_MAX:
+                return False
+    return True
+
+
+def unloadable_constant(tensor, arr, ctx=None) -> str:
     """Why making ``tensor`` the constant ``arr`` could stop onnxruntime loading the model
-    (see LOAD_SAFE_DIM), or ''."""
+    (see LOAD_SAFE_DIM, reshape_data_loads), or ''."""
     if any(d > LOAD_SAFE_DIM for d in arr.shape):
         return f"its shape {list(arr.shape)} has a dim past {LOAD_SAFE_DIM}"
+    if ctx is not None:
+        for reader in tensor.outputs:
+            if reader.op == "Reshape" and len(reader.inputs) > 1 and reader.inputs[1] is tensor \
+                    and (reader.domain or "") in ("", "ai.onnx") and not reshape_data_loads(ctx, reader.inputs[0]):
+                return (f"{reader.name or reader.op} (Reshape) reshapes a tensor whose static dims multiply past "
+                        "int64: with a constant shape, onnxruntime would refuse to load the model")
     if arr.size == 0 or arr.dtype.kind not in "iu":
         return ""
     if -LOAD_SAFE_DIM <= int(arr.min()) and int(arr.max()) <= LOAD_SAFE_DIM:

@@ -25,7 +25,8 @@ import numpy as np
 import onnx_graphsurgeon as gs
 
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
-from .graph_ops import bypass, can_bypass, clear_inputs, constant_array, constant_input, constant_values, dims_load_safely, set_input, shape_constant
+from .graph_ops import (bypass, can_bypass, clear_inputs, constant_array, constant_input, constant_values, dims_load_safely,
+                        reshape_data_loads, set_input, shape_constant)
 from .specs import expand_spec, reshape_spec, same_shape
 
 RESHAPE_LIKE = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -106,6 +107,8 @@ class ConstantShapesPass(RewritePass):
         if a is None or b is None or any(ctx.is_unknown(d) for d in b):
             return Decline("its computed shape is kept: the output shape is not known in input dims")
         spec, why = reshape_spec(a, b) if ctx.op(node) == "Reshape" else expand_spec(a, b)
+        if spec is not None and ctx.op(node) == "Reshape" and not reshape_data_loads(ctx, node.inputs[0]):
+            spec, why = None, "its input's static dims multiply past int64 (onnxruntime would refuse a constant shape)"
         if spec is None:
             return Decline(f"its computed shape is kept: {why}")
         if not dims_load_safely(spec):
@@ -144,6 +147,8 @@ class CollapseReshapesPass(RewritePass):
         spec, why = reshape_spec(a, b)
         if spec is not None and not dims_load_safely(spec):
             spec, why = None, "an entry is too large to be a constant dim (see LOAD_SAFE_DIM)"
+        if spec is not None and not reshape_data_loads(ctx, src):
+            spec, why = None, "its input's static dims multiply past int64 (onnxruntime would refuse a constant shape)"
         if spec is None:
             if _reads_same_from(ctx, node, src, inner_out):
                 return Match(inner=inner, source=src, spec=None)
