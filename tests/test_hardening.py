@@ -364,3 +364,43 @@ def test_no_constant_shape_for_a_reshape_whose_static_dims_multiply_past_int64(h
     ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])  # loads
     out = shapeinfer.optimize(model)
     ort.InferenceSession(out.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def test_int_min_divided_by_minus_one_is_not_folded():
+    """INT64_MIN / -1 overflows: the spec leaves it undefined and onnxruntime traps (SIGFPE), so
+    the kernel refuses to fold it -- and a value inference computed for it is not taken either
+    (review found the fold shortcut taking it)."""
+    import shapeinfer
+
+    model = parser.parse_model("""
+    <ir_version: 8, opset_import: ["" : 17]>
+    g () => (int64[1] y) <int64[1] a = {-9223372036854775808}, int64[1] b = {-1}> { y = Div (a, b) }
+    """)
+    out = shapeinfer.optimize(model)
+    assert [n.op_type for n in out.graph.node] == ["Div"]
+
+
+def test_a_computed_zero_divisor_in_a_branch_that_never_runs_stays_computed():
+    """onnxruntime refuses a constant integer divisor holding a 0 when it builds the kernel -- in
+    a branch that never runs too: b = Size(k) - Size(k) may not become the constant 0 there, or
+    the optimised model no longer loads (found by review; older than the fold shortcut)."""
+    ort = pytest.importorskip("onnxruntime")
+    import shapeinfer
+
+    model = parser.parse_model("""
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (bool c, int64[2] x) => (int64[2] y) <int64[2] k = {1, 2}>
+    {
+       s = Size (k)
+       b = Sub (s, s)
+       y = If (c) <then_branch = t () => (int64[2] ty) { ty = Div (x, b) },
+                   else_branch = e () => (int64[2] ey) { ey = Identity (x) }>
+    }
+    """)
+    out = shapeinfer.optimize(model)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    feeds = {"c": np.array(False), "x": np.array([4, 6], np.int64)}
+    want = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = ort.InferenceSession(out.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+    assert [a.tobytes() for a in got] == [a.tobytes() for a in want]

@@ -28,6 +28,20 @@ from .base import Pass, PassResult, register
 from .graph_ops import constant_array, constant_values, remove_node, unloadable_constant
 
 
+def _known_shortcut(ctx, node, inputs) -> bool:
+    """Whether node's known output values may be taken without its kernel (_INT_VALUE_OPS):
+    its inputs are of one element type (Concat's must be; Gather's and the others' data are
+    checked by inference), and a Shape before opset 15 has no start/end to misread."""
+    if node.op not in _INT_VALUE_OPS or (node.domain or "") not in ("", "ai.onnx"):
+        return False
+    if node.op == "Shape" and node.attrs and ctx.opsets.get("", 0) < 15:
+        return False
+    if node.op == "Concat":
+        types = {t.dtype for t in inputs if t is not None}
+        return len(types) == 1
+    return True
+
+
 def _cast_of_float_is_exact(ctx, node) -> bool:
     """False for a Cast/CastLike of a float tensor unless its known value casts exactly (in
     range: out of range the integer is undefined, whatever inference computed)."""
@@ -66,11 +80,13 @@ def _known_int_value(ctx, tensor):
         return None
 
 
-# Ops that compute small int tensors (shapes, indices) from constants: where inference knows
-# their outputs' values, those are taken as they are instead of computing them again.
-# (Within the budget: a larger output is left to the folding path, which weighs it.)
-_INT_VALUE_OPS = frozenset({"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Add", "Sub", "Mul",
-                            "Div", "Cast", "Reshape", "Size"})
+# Ops that move small int tensors (shapes, indices) about: where inference knows their
+# outputs' values, those are taken as they are instead of computing them again. Only ops whose
+# kernel refuses nothing a valid model holds -- not Slice (where onnxruntime slices otherwise
+# than the spec the kernel leaves it), not the arithmetic (Div of INT_MIN by -1 traps in
+# onnxruntime), not Cast -- and within the budget (a larger output is left to the folding path,
+# which weighs it). See _known_shortcut for the rest.
+_INT_VALUE_OPS = frozenset({"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Size"})
 
 # Ops whose output can be far larger than their inputs, or whose work is not bounded by them:
 # folded only when inference knows the output's size beforehand.
@@ -236,7 +252,7 @@ class ConstantFoldingPass(Pass):
             result.decline(node, "not folded: a call of the model-local function " + node.op)
         elif all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
             # (an int output inference knows already is taken as it is, without computing it)
-            if not (node.op in _INT_VALUE_OPS and self._take_known(ctx, node, result, ctx.fold_budget)) \
+            if not (_known_shortcut(ctx, node, inputs) and self._take_known(ctx, node, result, ctx.fold_budget)) \
                     and self._fold(ctx, node, inputs, result):
                 return
         self._take_known(ctx, node, result)

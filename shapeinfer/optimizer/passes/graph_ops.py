@@ -132,6 +132,13 @@ def unloadable_constant(tensor, arr, ctx=None) -> str:
     (see LOAD_SAFE_DIM, reshape_data_loads), or ''."""
     if any(d > LOAD_SAFE_DIM for d in arr.shape):
         return f"its shape {list(arr.shape)} has a dim past {LOAD_SAFE_DIM}"
+    if arr.dtype.kind in "iu" and arr.size and not arr.all():
+        for reader in tensor.outputs:
+            if reader.op in ("Div", "Mod") and len(reader.inputs) > 1 and reader.inputs[1] is tensor \
+                    and (reader.domain or "") in ("", "ai.onnx"):
+                return (f"it holds a 0 that {reader.name or reader.op} ({reader.op}) divides by: onnxruntime "
+                        "refuses a constant integer divisor with a 0 when it loads the model (even in a "
+                        "branch that never runs)")
     if ctx is not None:
         for reader in tensor.outputs:
             if reader.op == "Reshape" and len(reader.inputs) > 1 and reader.inputs[1] is tensor \
