@@ -74,11 +74,18 @@ class _Builder:
             return self.dim(SYMS.index(spec))
         return self.const(spec)
 
-    def reshape(self, data, entries, relu=False):
+    def reshape(self, data, entries, relu=False, keep=None):
         """Reshape(data, Concat(entries)); ``relu``: then a Relu of it (another reader than a
-        reshape-like op, which onnxruntime would merge it into)."""
+        reshape-like op, which may be merged with it); ``keep``: "Identity" or "Add" (of 0)
+        between the Concat and the Reshape, a node onnxruntime removes before it fuses."""
         shape = self.name("shape")
         self.nodes.append(helper.make_node("Concat", [self.entry(e) for e in entries], [shape], axis=0))
+        if keep == "Identity":
+            self.nodes.append(helper.make_node("Identity", [shape], [shape + "_same"]))
+            shape += "_same"
+        elif keep == "Add":
+            self.nodes.append(helper.make_node("Add", [shape, self.const(0)], [shape + "_same"]))
+            shape += "_same"
         out = self.name("r")
         self.nodes.append(helper.make_node("Reshape", [data, shape], [out]))
         if relu:
@@ -108,7 +115,8 @@ def _random_model(rng):
         entries = [_ENTRIES[i] for i in rng.integers(0, len(_ENTRIES), size=rank)]
         if rng.random() < 0.6:
             entries[int(rng.integers(0, rank))] = -1
-        cur = b.reshape(cur, entries, relu=rng.random() < 0.6)
+        keep = (None, None, None, "Identity", "Add")[int(rng.integers(0, 5))]
+        cur = b.reshape(cur, entries, relu=rng.random() < 0.6, keep=keep)
     return b.model(cur)
 
 
