@@ -283,9 +283,9 @@ class PassManager:
         ctx = PassContext(graph=graph, facts=read, opsets=opsets, ir_version=src.ir_version,
                           fold_budget=self.fold_budget, graph_outputs={t.name for t in graph.outputs},
                           ignore_signed_zero=self.ignore_signed_zero, fold_float_math=self.fold_float_math,
-                          local_functions=frozenset((f.domain, f.name) for f in src.functions))
-        # the names in use, for unique_name (graph.tensors() walks every node to list them)
-        ctx._names = {t.name for t in tensors}
+                          local_functions=frozenset((f.domain, f.name) for f in src.functions),
+                          # the names in use, for unique_name (graph.tensors() would walk every node)
+                          _names={t.name for t in tensors})
         declined, not_folded = self._rounds(ctx, report)
         remove_dead_nodes(graph)
         self._say("exporting")

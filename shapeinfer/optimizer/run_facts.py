@@ -102,16 +102,18 @@ _SKIPPING_READERS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Id
 _SHAPE_READERS = frozenset({"Shape", "Size"})
 
 
-def _proto_nodes(graph) -> list:
-    """(op, domain, name, input names, output names) for each node of a GraphProto."""
-    return [(n.op_type, n.domain, n.name, n.input[:], n.output[:]) for n in graph.node]
+def _live_reshapes(graph, overridable: set) -> list:
+    """(name, data, shape, output, chain) for each Reshape of the main graph (an onnx-graphsurgeon
+    graph; opset >= 5: the shape an input) whose output some graph output needs -- its data, not
+    only its shape (_SHAPE_READERS): every run that succeeds executes them. Only explicit inputs
+    count as reads (a node read from a subgraph alone is left out, which only loses
+    constraints), and a Reshape read by reshape-like ops alone is left out (_SKIPPING_READERS).
 
-
-def _live_reshapes_gs(graph) -> list:
-    """_live_reshapes for an onnx-graphsurgeon graph (the optimizer's, imported already), walked
-    through its tensors' producers and readers. (An initializer the caller may override is a
-    Variable there: onnxruntime does not take it for a constant either.)"""
+    ``chain``: the producers of its shape, back to a Concat (at most MAX_CHAIN), each as (op,
+    domain, input names, output name, which inputs are constants to onnxruntime: initializers
+    but those in ``overridable``, which a caller may override, and Constant outputs)."""
     from onnx_graphsurgeon import Constant
+
     outputs = {t.name for t in graph.outputs}
     seen: set = set()
     found = []
@@ -133,61 +135,17 @@ def _live_reshapes_gs(graph) -> list:
     out = []
     for n in found:
         chain, t = [], n.inputs[1]
-        for _ in range(MAX_CHAIN):  # the producers of the shape, back to a Concat
+        for _ in range(MAX_CHAIN):
             if len(t.inputs) != 1:
                 break
             p = t.inputs[0]
             chain.append((p.op, p.domain or "", [x.name for x in p.inputs], t.name,
-                          [isinstance(x, Constant) or bool(x.inputs) and x.inputs[0].op == "Constant"
-                           for x in p.inputs]))
+                          [isinstance(x, Constant) and x.name not in overridable
+                           or bool(x.inputs) and x.inputs[0].op == "Constant" for x in p.inputs]))
             if p.op == "Concat" or not p.inputs:
                 break
             t = p.inputs[0]
         out.append((n.name or n.outputs[0].name, n.inputs[0].name, n.inputs[1].name, n.outputs[0].name, chain))
-    return out
-
-
-def _live_reshapes(nodes: list, outputs: list, initializers: set) -> list:
-    """Of ``nodes`` (see _proto_nodes), the Reshape nodes (opset >= 5: the shape an input) whose
-    output some graph output needs -- its data, not only its shape (_SHAPE_READERS): every run
-    that succeeds executes them. Only explicit inputs count as reads (a node read from a
-    subgraph alone is left out, which only loses constraints), and a Reshape read by
-    reshape-like ops alone is left out (see _SKIPPING_READERS)."""
-    producer = {}
-    readers: dict = {}
-    for k, (op, domain, _, ins, outs) in enumerate(nodes):
-        for name in outs:
-            if name:
-                producer[name] = k
-        merged = op in _SKIPPING_READERS and domain in ("", "ai.onnx")
-        for name in ins:
-            readers[name] = readers.get(name, True) and merged  # read by merged readers alone
-    live: set = set()
-    stack = list(outputs)
-    while stack:
-        k = producer.get(stack.pop())
-        if k is None or k in live:
-            continue
-        live.add(k)
-        if nodes[k][0] not in _SHAPE_READERS:
-            stack.extend(n for n in nodes[k][3] if n)
-    out = []
-    for k in sorted(live):
-        op, domain, name, ins, outs = nodes[k]
-        if op == "Reshape" and domain in ("", "ai.onnx") and len(ins) >= 2 and outs and \
-                (outs[0] in outputs or not readers.get(outs[0], True)):
-            chain, t = [], ins[1]
-            for _ in range(MAX_CHAIN):  # the producers of the shape, back to a Concat
-                made_by = producer.get(t)
-                if made_by is None:
-                    break
-                p_op, p_domain, _, p_ins, _ = nodes[made_by]
-                chain.append((p_op, p_domain, p_ins, t,
-                              [x in initializers or (x in producer and nodes[producer[x]][0] == "Constant") for x in p_ins]))
-                if p_op == "Concat" or not p_ins:
-                    break
-                t = p_ins[0]
-            out.append((name or outs[0], ins[0], ins[1], outs[0], chain))
     return out
 
 
@@ -235,15 +193,18 @@ def _may_be_fused(result, data_shape: tuple, pieces: list) -> bool:
 
 
 def _constraints(model, result, symbols: set, graph=None) -> list:
-    """The constraints of the live Reshapes of the model (of ``graph``, an onnx-graphsurgeon
-    import of it, when given: it reads faster) that involve one of ``symbols``."""
+    """The constraints of the live Reshapes of the model that involve one of ``symbols``;
+    ``graph``: the model imported into onnx-graphsurgeon, if there is one (else it is imported
+    here)."""
     out: list = []
     if any(f.name == "Reshape" and f.domain in ("", "ai.onnx") for f in model.functions):
         return out  # a model-local function named Reshape: those nodes compute anything
-    reshapes = _live_reshapes_gs(graph) if graph is not None else \
-        _live_reshapes(_proto_nodes(model.graph), [o.name for o in model.graph.output],
-                       {t.name for t in model.graph.initializer} - {i.name for i in model.graph.input})
-    for name, data_name, shape_name, made_name, chain in reshapes:
+    if graph is None:
+        import onnx_graphsurgeon as gs
+
+        graph = gs.import_onnx(model)
+    overridable = {t.name for t in model.graph.initializer} & {i.name for i in model.graph.input}
+    for name, data_name, shape_name, made_name, chain in _live_reshapes(graph, overridable):
         if len(out) >= MAX_CONSTRAINTS:
             break
         data, shape, made = result.fact(data_name), result.fact(shape_name), result.fact(made_name)
@@ -275,7 +236,7 @@ def run_lows(model, result, graph=None) -> dict:
     """{symbol name: (bound, why)}: each symbol of the graph inputs is at least ``bound`` in
     every run of the model that succeeds; ``why`` says which Reshape fails below it. Only
     symbols that some zero case of the inferred shapes reads are looked at. ``graph``: the
-    model imported into onnx-graphsurgeon, unchanged yet, if there is one (it reads faster)."""
+    model imported into onnx-graphsurgeon, unchanged yet, if there is one."""
     inputs = {s for s in result.input_symbols() if s not in result.minted}
     wanted = {s: top for s, top in _wanted(result).items() if s in inputs}
     if not wanted:

@@ -84,7 +84,7 @@ class PassContext:
     rename_outputs: bool = False  # renames are allowed (set by the manager)
     renames_waiting: bool = False  # a check found a bypass that needs a rename (while not allowed)
 
-    _names: Optional[set] = None
+    _names: Optional[set] = None  # names in use (the manager gives those of the import; else built once)
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
     memo: dict = field(default_factory=dict)  # per-run caches of the passes (keyed by pass)
     _unknown: dict = field(default_factory=dict)
