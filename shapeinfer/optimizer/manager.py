@@ -371,6 +371,8 @@ class PassManager:
                     break
                 ctx.rename_outputs = True
                 last.clear()  # renames allowed: every pass decides anew
+            else:
+                remove_dead_nodes(ctx.graph)
         return declined, not_folded
 
 
