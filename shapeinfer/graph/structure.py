@@ -8,6 +8,7 @@ raises for the first (``infer`` and ``optimize`` refuse such a model before doin
 from __future__ import annotations
 
 import heapq
+from itertools import chain
 from dataclasses import dataclass
 from typing import Optional
 
@@ -18,6 +19,9 @@ from ..errors import ModelLoadError, ShapeInferenceError
 from ..modelio.tensors import tensor_problem
 
 
+_GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+
+
 @dataclass(frozen=True)
 class Problem:
     code: str  # duplicate-output, duplicate-node-name, dangling-input, not-a-dag, initializer
@@ -26,20 +30,36 @@ class Problem:
     op: str = ""
 
 
-def structure_problems(graph) -> list:
-    """Every structural problem of a graph and its subgraphs, in the order found."""
+def structure_problems(graph, io: Optional[list] = None) -> list:
+    """Every structural problem of a graph and its subgraphs, in the order found (``io``: a
+    list that receives the main graph's NodeIO)."""
     found: list = []
-    _walk(graph, set(), lambda code, message, node="", op="": found.append(Problem(code, message, node or "", op or "")))
+    _walk(graph, set(), lambda code, message, node="", op="": found.append(Problem(code, message, node or "", op or "")),
+          io)
     return found
 
 
-def validate_structure(model: ModelProto) -> None:
+@dataclass(frozen=True)
+class NodeIO:
+    """The input and output names of a graph's nodes, as read from the protobuf once (a read of
+    ``node.input`` makes new objects each time): ``ins[k]``, ``outs[k]`` for ``nodes[k]``.
+    Valid for the graph as it was read -- the callers that share it do not change the graph."""
+
+    nodes: list
+    ins: list
+    outs: list
+
+
+def validate_structure(model: ModelProto) -> NodeIO:
     """Raise ShapeInferenceError for the first structural error (a tensor produced twice, an
-    input nothing produces, a cycle): what infer/optimize refuse before doing anything."""
-    problems = structure_problems(model.graph)
+    input nothing produces, a cycle): what infer/optimize refuse before doing anything. Returns
+    the main graph's NodeIO, which the walks that follow may take instead of reading it again."""
+    io: list = []
+    problems = structure_problems(model.graph, io)
     if problems:
         p = problems[0]
         raise ShapeInferenceError(f"[{p.code}] {p.message}", node_name=p.node, op_type=p.op)
+    return io[0]
 
 
 def node_label(node) -> str:
@@ -50,8 +70,9 @@ def node_label(node) -> str:
     return f"<unnamed, output {first!r}>" if first else "<unnamed>"
 
 
-def _walk(graph, outer: set, add) -> bool:
+def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
     """Duplicate producers, dangling inputs, cycles (subgraphs too). True if any was found.
+    ``io``: a list that receives the graph's NodeIO.
 
     One pass over the nodes (their inputs and outputs read from the protobuf once); the cycle
     search runs only when the nodes are not already in topological order."""
@@ -60,9 +81,17 @@ def _walk(graph, outer: set, add) -> bool:
     nodes = list(graph.node)
     ins = [n.input[:] for n in nodes]  # (each read of a protobuf field makes new objects: once)
     outs = [n.output[:] for n in nodes]
-    for n, names, made in zip(nodes, ins, outs):
-        if not all(type(x) is str for x in names) or not all(type(x) is str for x in made):
-            raise ModelLoadError(f"node {n.name!r} ({n.op_type}): a tensor name is not valid UTF-8; the file is corrupt")
+    try:  # (a name that is not valid UTF-8 reads as bytes, which join refuses: one C-level pass)
+        "".join(chain.from_iterable(ins))
+        "".join(chain.from_iterable(outs))
+    except TypeError:
+        for n, names, made in zip(nodes, ins, outs):
+            if not all(type(x) is str for x in names) or not all(type(x) is str for x in made):
+                raise ModelLoadError(f"node {n.name!r} ({n.op_type}): a tensor name is not valid UTF-8; "
+                                     "the file is corrupt") from None
+        raise
+    if io is not None:
+        io.append(NodeIO(nodes, ins, outs))
     producer: dict = {}  # tensor name -> index of its node, -1 for a graph input or initializer
     for t in graph.input:
         producer[t.name] = -1
@@ -124,8 +153,10 @@ def _walk(graph, outer: set, add) -> bool:
         if not attrs:
             continue
         for a in attrs:
-            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
-            for g in subs:
+            kind = a.type
+            if kind != _GRAPH and kind != _GRAPHS:
+                continue
+            for g in ([a.g] if kind == _GRAPH else a.graphs):
                 names = names if names is not None else set(producer) | outer
                 found |= _walk(g, names, add)
     return found

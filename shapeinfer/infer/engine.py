@@ -128,6 +128,7 @@ class Engine:
         self._contextual = 0
         self._wrapped = False  # some value holds a Wrapped element (made unknown after the walk)
         self.any_unsure = False  # some fact is unsure (Fact.unsure): run_nodes carries it on
+        self.node_io = None  # the main graph's NodeIO, when the caller has read it (infer's node_io)
         self._tables: dict = {}  # id(a dict of facts) -> [that dict, facts read, its _ScopeTable]
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
         self.functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
@@ -276,7 +277,11 @@ class Engine:
                     fact.shape = facts[vi.name].shape
             facts[vi.name] = fact
         self.facts = facts
-        self.produced = self.run_nodes(graph.node, facts, self.opsets, None)
+        io = self.node_io
+        if io is not None and len(io.nodes) == len(graph.node):
+            self.produced = self.run_nodes(io.nodes, facts, self.opsets, None, io)
+        else:
+            self.produced = self.run_nodes(graph.node, facts, self.opsets, None)
         if self._wrapped:
             _forget_wrapped(facts)
         return facts
@@ -330,8 +335,9 @@ class Engine:
             fact.shape = tuple(dims)
         return fact
 
-    def run_nodes(self, nodes, facts, opsets: dict, attr_scope: Optional[dict]) -> list:
-        """Infer the nodes in order; returns the names of the tensors they produce.
+    def run_nodes(self, nodes, facts, opsets: dict, attr_scope: Optional[dict], io=None) -> list:
+        """Infer the nodes in order; returns the names of the tensors they produce (``io``: the
+        NodeIO of ``nodes``, whose names are then not read again).
 
         The given order is used as long as it is topological. An input that no earlier node
         produced is either dangling (its fact stays unknown) or made by a later node: only then
@@ -351,7 +357,8 @@ class Engine:
             node = order[i]
             inputs = []
             absent = False
-            names_in = node.input[:]  # (one list: each read of a protobuf field makes new objects)
+            # (one list: each read of a protobuf field makes new objects)
+            names_in = node.input[:] if io is None else io.ins[i]
             for n in names_in:
                 if not n:
                     inputs.append(None)
@@ -364,11 +371,12 @@ class Engine:
                     if n in later:
                         order = list(order[:i]) + topological_order(list(order[i:]))
                         later = set()
+                        io = None  # (its lists follow the order given)
                         node = order[i]
                         break
                 inputs.append(f)
             else:
-                names_out = node.output[:]
+                names_out = node.output[:] if io is None else io.outs[i]
                 outs = None
                 memo_key = _UNSET
                 if fast is not None:

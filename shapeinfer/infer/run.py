@@ -18,7 +18,7 @@ from .result import InferenceResult
 
 
 def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,
-          base_dir: Optional[str] = None) -> InferenceResult:
+          base_dir: Optional[str] = None, node_io=None) -> InferenceResult:
     """Infer every tensor's shape; the model is not modified.
 
     ``input_shapes`` maps a graph input name to a list of ints and/or symbol names (or
@@ -29,6 +29,8 @@ def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool =
     without an empty tensor. The result lists it under ``assumptions``.
     ``base_dir`` is the folder of a model's external data (default: the model file's folder when
     a path is given). Weights are never loaded; a small external int tensor is read from there.
+    ``node_io`` (the ``NodeIO`` ``validate_structure`` returned for this model, unchanged since):
+    the nodes' input and output names, not read again.
     Raises :class:`shapeinfer.ShapeInferenceError` for an invalid model,
     :class:`shapeinfer.InputShapeError` for input shapes that are malformed, name no input or
     contradict the model, TypeError for ``input_shapes`` that is not a mapping of lists."""
@@ -37,6 +39,7 @@ def infer(model, *, input_shapes: Optional[dict] = None, assume_nonempty: bool =
     m = as_model(model)
     input_shapes = check_input_shapes(m, input_shapes)
     engine = Engine(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
+    engine.node_io = node_io
     try:
         engine.run()
     except ShapeInferenceError as e:

@@ -20,7 +20,7 @@ from .passes.constant_folding import movable_value, take_value
 _SUBGRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
 
 
-def import_model(gs, model: ModelProto, move_constants: Optional[int] = None) -> tuple:
+def import_model(gs, model: ModelProto, move_constants: Optional[int] = None, io=None) -> tuple:
     """(the onnx-graphsurgeon Graph of ``model``, which is not changed; every tensor of its
     main graph, made for it; (NodeProto, gs.Node) for each node built, or None when onnx-
     graphsurgeon's importer built them, one node per NodeProto, in order).
@@ -28,7 +28,8 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None) ->
     ``move_constants`` (fold-constants' budget, when that pass runs): a Constant node whose
     value is a plain tensor of at most that many bytes becomes the constant tensor it makes,
     as fold-constants would make it in its first run (constant_folding._move_constant),
-    without a node to build, visit and remove."""
+    without a node to build, visit and remove. ``io``: the main graph's NodeIO
+    (graph.structure.validate_structure), whose names are not read again."""
     from onnx_graphsurgeon.importers.onnx_importer import OnnxImporter
 
     g = model.graph
@@ -82,12 +83,17 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None) ->
                 tensors[name] = t
         return t
 
-    for n in nodes:
+    if io is None or len(io.nodes) != len(nodes):
+        io_ins = [n.input[:] for n in nodes]
+        io_outs = [n.output[:] for n in nodes]
+    else:
+        nodes, io_ins, io_outs = io.nodes, io.ins, io.outs
+    for n, names_in, names_out in zip(nodes, io_ins, io_outs):
         if move_constants is not None and n.op_type == "Constant" and _movable(n, move_constants):
-            take_value(tensor(n.output[0]), n.attribute[0].t)
+            take_value(tensor(names_out[0]), n.attribute[0].t)
             continue
-        ins = [tensor(name) for name in n.input[:]]
-        outs = [tensor(name) for name in n.output[:]]
+        ins = [tensor(name) for name in names_in]
+        outs = [tensor(name) for name in names_out]
         attrs = n.attribute
         attrs = import_attributes(attrs, {}, tensors, opset, domains) if len(attrs) else OrderedDict()
         made.append(new_node(gs, n.op_type, n.name, attrs, ins, outs, n.domain if n.HasField("domain") else None))

@@ -250,20 +250,20 @@ class PassManager:
         G_LOGGER.severity = G_LOGGER.ERROR  # its warnings (and its hint to install colors) are not ours
         t0 = time.perf_counter()
         src = model if isinstance(model, ModelProto) else load_model(model)
-        validate_structure(src)
+        io = validate_structure(src)
         report = report if report is not None else OptimizeReport()
         report.before = model_stats(src)
         report.assumptions.extend(p.assumption for p in self.passes if p.assumption)
         self._say(f"importing {len(src.graph.node)} nodes")
         with paused_gc():  # many small acyclic objects (see paused_gc)
-            current = self._optimize(gs, src, report)
+            current = self._optimize(gs, src, report, io)
         report.seconds = time.perf_counter() - t0
         return current
 
-    def _optimize(self, gs, src: ModelProto, report: OptimizeReport) -> ModelProto:
+    def _optimize(self, gs, src: ModelProto, report: OptimizeReport, io) -> ModelProto:
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
         moving = MOVE_CONSTANTS and any(p.name == "fold-constants" for p in self.passes)
-        graph, tensors, pairs = import_model(gs, src, self.fold_budget if moving else None)
+        graph, tensors, pairs = import_model(gs, src, self.fold_budget if moving else None, io)
         imported = (list(_all_nodes(gs, graph)), tensors)  # (see _release)
         empty_lists = _empty_list_attributes(gs, src.graph, graph, pairs)
         overridable = _keep_overridable_inputs(gs, graph, src)
@@ -272,7 +272,7 @@ class PassManager:
         # constants they add carry their own shapes.
         self._say("inferring shapes")
         fixed = check_input_shapes(src, self.input_shapes)
-        facts = infer(src, input_shapes=fixed, assume_nonempty=self.assume_nonempty)
+        facts = infer(src, input_shapes=fixed, assume_nonempty=self.assume_nonempty, node_io=io)
         lows = run_lows(src, facts, graph)
         read = facts
         if lows:  # the passes read the facts with the bounds: what the zero cases come to
@@ -482,23 +482,24 @@ def _release(gs, graph, imported: tuple) -> None:
     each tensor its nodes, and every such synchronised list refers to its owner -- so that
     reference counting frees it at once, instead of the cyclic collector walking every object
     of the graph after the walk's pause of it ends (a tenth of a second on a 7,000-node model).
-    ``imported``: the nodes and tensors as imported (passes drop some from the graph)."""
+    ``imported``: the nodes and tensors as imported (passes drop some from the graph).
+
+    Each node's and tensor's fields are dropped (the graph is never used again): nothing then
+    refers to their lists, which go, and with them every cycle through an owner."""
     nodes, tensors = imported
-    seen: set = set()
-    clear = list.clear
-    for group in (nodes, _all_nodes(gs, graph), tensors):
-        for obj in group:
-            if id(obj) in seen:
+    Tensor = gs.Tensor
+    extend = tensors.extend
+    for group in (list(_all_nodes(gs, graph)), nodes):  # (the graph's walk reads fields: first)
+        for node in group:
+            d = node.__dict__
+            if not d:  # (released already: a node in both groups)
                 continue
-            seen.add(id(obj))
-            ins, outs = obj.inputs, obj.outputs
-            if group is not tensors:  # a node: its tensors, and a Constant's value among its attributes
-                tensors.extend(ins)
-                tensors.extend(outs)
-                tensors.extend(v for v in obj.attrs.values() if isinstance(v, gs.Tensor))
-            ins.parent_obj = outs.parent_obj = None
-            clear(ins)
-            clear(outs)
+            extend(d["inputs"])
+            extend(d["outputs"])
+            extend(v for v in d["attrs"].values() if isinstance(v, Tensor))
+            d.clear()
+    for t in tensors:
+        t.__dict__.clear()
 
 
 def _all_nodes(gs, graph):
