@@ -404,3 +404,19 @@ def test_a_computed_zero_divisor_in_a_branch_that_never_runs_stays_computed():
     want = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
     got = ort.InferenceSession(out.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
     assert [a.tobytes() for a in got] == [a.tobytes() for a in want]
+
+
+@pytest.mark.parametrize("where", ["input", "output"])
+def test_a_tensor_name_that_is_not_utf8_is_a_clear_error(capsys, tmp_path, where):
+    """protobuf hands such a name over as bytes: infer and optimize name the node and refuse the
+    file (optimize's structure walk finds it with one join over every name)."""
+    m = parser.parse_model(H + "g (float[2] x) => (float[2] out) { yZZ = Identity(x)\n out = Identity(yZZ) }")
+    m.graph.node[0].name, m.graph.node[1].name = "first", "second"
+    data = m.SerializeToString()
+    at = data.index(b"yZZ") if where == "output" else data.rindex(b"yZZ")
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data[:at] + b"y\xff\xfe" + data[at + 3:])
+    for command in ("infer", "optimize"):
+        code, text, written = _run(capsys, command, path, tmp_path)
+        assert code != 0 and written == []
+        assert "not valid UTF-8" in text and ("first" in text or "second" in text), text
