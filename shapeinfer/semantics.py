@@ -39,6 +39,13 @@ INT_RANGES = {
 }
 
 
+# onnxruntime runs onnx's shape inference when it loads a model. A static dim past this (the
+# tensor is empty, or it could not exist) can make it refuse a model that runs: its checked
+# products pass int64, and some ops' rules miscount such dims (Split). Values this large stay
+# computed (optimizer/passes/graph_ops.py), no bypass makes a node read a tensor with such a dim,
+# and written shapes (value_info, graph outputs) leave such a dim unknown.
+LOAD_SAFE_DIM = 2**31 - 1
+
 # Ends that onnxruntime reads as "to the beginning" when the step is negative.
 RUNTIME_SPECIAL_ENDS = frozenset({2**31 - 1, 2**63 - 1})
 

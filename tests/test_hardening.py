@@ -12,6 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, parser
 
+import shapeinfer
 from shapeinfer_cli.main import main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -420,3 +421,59 @@ def test_a_tensor_name_that_is_not_utf8_is_a_clear_error(capsys, tmp_path, where
         code, text, written = _run(capsys, command, path, tmp_path)
         assert code != 0 and written == []
         assert "not valid UTF-8" in text and ("first" in text or "second" in text), text
+
+
+def _session_error(model):
+    """None when onnxruntime (graph optimizations off: the spec's model) loads the model."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001 - the message is the result
+        return str(e)
+    return None
+
+
+# An input declared [2**40, 0] holds no element. onnx's inference (run by onnxruntime at load)
+# miscounts dims this large: a Split of it refuses the model, though nothing could go wrong.
+_HUGE = H + """g (int64[1099511627776,0] c) => (int64[?,?] a, int64[?,?] b)
+    <int64[2] split = {549755813888, 549755813888}> {
+  sh = Shape (c)
+  %s
+  a, b = Split <axis = 0> (e, split)
+}"""
+_HIDDEN = {  # e equals c, but onnxruntime's load-time inference cannot tell its shape
+    "reshape": "sa = Abs (sh)\n  e = Reshape (c, sa)",
+    "tile": "ones = Div (sh, sh)\n  e = Tile (c, ones)",
+}
+
+
+@pytest.mark.parametrize("how", sorted(_HIDDEN))
+@pytest.mark.parametrize("write_shapes", [True, False])
+def test_optimize_never_shows_onnxruntime_a_dim_past_int32_it_could_not_see(how, write_shapes):
+    """Adversarial seed 39687. remove-noop bypassed such a Reshape (the Split then read c), and
+    the written value_info gave e's dims: both made onnxruntime refuse a model it loads."""
+    m = parser.parse_model(_HUGE % _HIDDEN[how])
+    assert _session_error(m) is None
+    out = shapeinfer.optimize(m, write_shapes=write_shapes)
+    assert _session_error(out) is None
+
+
+def test_written_shapes_leave_a_dim_past_int32_unknown():
+    m = parser.parse_model(H + """g (float[2] x) => (int64[?,?] a, int64[?,?] b) <int64[1] big = {1099511627776},
+        int64[1] zero = {0}, int64[2] split = {549755813888, 549755813888}> {
+      s = Concat <axis = 0> (big, zero)
+      c = ConstantOfShape <value = int64[1] {1}> (s)
+      sh = Shape (c)
+      e = Expand (c, sh)
+      a, b = Split <axis = 0> (e, split)
+    }""")
+    assert _session_error(m) is None
+    assert shapeinfer.infer(m).shape("e") == (2**40, 0)  # inference knows it; the file does not say it
+    for out in (shapeinfer.infer_shapes(m), shapeinfer.optimize(m)):
+        written = {vi.name: vi.type.tensor_type.shape.dim for vi in out.graph.value_info}
+        assert [d.WhichOneof("value") for d in written["e"]] == [None, "dim_value"]
+        assert written["e"][1].dim_value == 0
+        assert _session_error(out) is None

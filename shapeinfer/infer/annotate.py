@@ -8,10 +8,19 @@ from typing import Optional
 from onnx import ModelProto, TypeProto
 
 from ..modelio.wire import graph_patch, tensor_value_info, type_bytes
+from ..semantics import LOAD_SAFE_DIM
 from ..symbolic import NAME_RE, Dim, to_str
 from .facts import Fact
 from .protos import clear_negative_dims, fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
 from .result import InferenceResult
+
+
+def _loadable(shape):
+    """``shape`` as it is written into a model: a static dim past LOAD_SAFE_DIM unknown (None),
+    so that onnxruntime's load-time inference never reads one (see shapeinfer/semantics.py)."""
+    if shape is None or not any(type(d) is int and d > LOAD_SAFE_DIM for d in shape):
+        return shape
+    return tuple(None if type(d) is int and d > LOAD_SAFE_DIM else d for d in shape)
 
 
 def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set, kept: dict) -> None:
@@ -20,7 +29,11 @@ def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set, 
     such as ``MatMuloutput_dim_0`` to the inferred dim -- what it equals stays in
     result.declared_dims()). Where ours is unknown the author's dim stays: a size, a name of the
     graph inputs' dims that reads as itself in the printed syntax (``batch``, not ``1``), or
-    another name that stands for one dim only (``kept``, see _consistent_names)."""
+    another name that stands for one dim only (``kept``, see _consistent_names). A dim past
+    LOAD_SAFE_DIM is left unknown, the author's too (``_loadable``)."""
+    if type(ours) is int and ours > LOAD_SAFE_DIM or dim_proto.dim_value > LOAD_SAFE_DIM:
+        dim_proto.Clear()
+        return
     if dim_proto.dim_param:
         name = dim_proto.dim_param
         if result.is_unknown_dim(ours) and (name in kept or (name in input_names and NAME_RE.match(name))):
@@ -51,7 +64,7 @@ def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declar
         return
     tt.ClearField("shape")
     tt.shape.SetInParent()
-    fill_shape_proto(tt.shape, fact.shape)
+    fill_shape_proto(tt.shape, _loadable(fact.shape))
 
 
 def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
@@ -126,11 +139,11 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
             elif fact.dtype:
                 kid = fact.kid
                 if kid is None:
-                    appended.append(tensor_value_info(name, fact.dtype, fact.shape))
+                    appended.append(tensor_value_info(name, fact.dtype, _loadable(fact.shape)))
                 else:
                     tb = by_kid.get(kid)
                     if tb is None:
-                        tb = by_kid[kid] = type_bytes(fact.dtype, fact.shape)
+                        tb = by_kid[kid] = type_bytes(fact.dtype, _loadable(fact.shape))
                     appended.append(tensor_value_info(name, fact.dtype, fact.shape, tb))
             continue
         _write_type(vi.type, fact, result, not input_shapes, input_names, kept)

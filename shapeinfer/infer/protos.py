@@ -96,9 +96,11 @@ def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str]
 
 def fill_shape_proto(shape_proto, shape: tuple, name: Callable[[Dim], str] = to_str) -> None:
     """Write dims into a TensorShapeProto; ``name`` gives a symbolic dim's dim_param (by
-    default its printed form)."""
+    default its printed form); None leaves a dim unknown."""
     for d in shape:
         dim = shape_proto.dim.add()
+        if d is None:
+            continue
         if isinstance(d, int):
             dim.dim_value = d
         else:

@@ -36,6 +36,8 @@ def _field(number: int, payload: bytes) -> bytes:
 
 
 def _dim(d) -> bytes:
+    if d is None:  # (unknown: a dim with neither field)
+        return _field(1, b"")
     if isinstance(d, int):
         inner = _varint(1 << 3 | 0) + _varint(d)
     else:

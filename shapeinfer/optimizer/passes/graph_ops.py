@@ -13,9 +13,10 @@ import numpy as np
 import onnx_graphsurgeon as gs
 
 from ...fold.folder import constant_array, constant_values, outer_variables
+from ...semantics import LOAD_SAFE_DIM
 
 __all__ = ["bypass", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
-           "constant_values", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses", "set_input",
+           "constant_values", "huge_static_dim", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses", "set_input",
            "shape_constant", "unloadable_constant"]
 
 
@@ -98,8 +99,8 @@ def constant_input(node, i: int) -> Optional[np.ndarray]:
 # becomes a dim once it is a constant (a Tile repeat, a Reshape entry, ...) or a dim of an empty
 # constant, this large, can make a model that ran (its tensor empty, its node never reached)
 # fail to load. Such values stay computed. Operands of larger products are a bound left open
-# (a declared static dim past 2**31 times a constant repeat past 2**32).
-LOAD_SAFE_DIM = 2**31 - 1
+# (a declared static dim past 2**31 times a constant repeat past 2**32). LOAD_SAFE_DIM: see
+# shapeinfer/semantics.py.
 INT64_MAX = 2**63 - 1
 # Inputs whose constant value onnx's inference makes output dims, by op.
 DIM_INPUTS = {"Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Pad": (1,), "Resize": (3,),
@@ -110,6 +111,16 @@ DIM_INPUTS = {"Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": 
 def dims_load_safely(values) -> bool:
     """Every value is within +-LOAD_SAFE_DIM (so, written as a constant dim, it loads)."""
     return all(-LOAD_SAFE_DIM <= int(v) <= LOAD_SAFE_DIM for v in values)
+
+
+def huge_static_dim(ctx, tensor) -> bool:
+    """Whether inference knows a dim of ``tensor`` past LOAD_SAFE_DIM (the tensor is empty, or it
+    could not exist). A bypass that would let onnxruntime's load-time inference see that dim
+    where it did not before -- a reader reading it directly instead of a Reshape whose shape it
+    cannot compute -- is not made: onnx's inference miscounts such dims (Split then refuses a
+    model that holds no element at all)."""
+    shape = ctx.shape(tensor)
+    return shape is not None and any(type(d) is int and d > LOAD_SAFE_DIM for d in shape)
 
 
 def reshape_data_loads(ctx, data) -> bool:
@@ -188,7 +199,13 @@ def can_bypass(ctx, node, source) -> bool:
     output. A graph output must keep its name, so then ``source`` takes it -- which it may only
     when its own name is not one to keep: not a graph input, an initializer or another graph
     output, but a tensor a node of the graph makes -- and only once the manager allows renames
-    (``ctx.rename_outputs``; until then such a bypass is noted in ``ctx.renames_waiting``)."""
+    (``ctx.rename_outputs``; until then such a bypass is noted in ``ctx.renames_waiting``).
+
+    Never onto a tensor with a static dim past LOAD_SAFE_DIM (``huge_static_dim``):
+    onnxruntime's load-time inference may know that dim where it did not know the bypassed
+    node's (a Reshape of a declared [2**40, 0] input to a shape it cannot compute)."""
+    if huge_static_dim(ctx, source):
+        return False
     if node.outputs[0].name not in ctx.graph_outputs:
         return True
     if (isinstance(source, gs.Constant) or len(source.inputs) != 1 or source.name in ctx.graph_outputs
