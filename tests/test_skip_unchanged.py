@@ -1,6 +1,7 @@
 """A pass that found nothing to do is not run again until some pass has changed the graph
-(optimizer.manager.SKIP_UNCHANGED), and small Constant nodes become constants as the graph is
-built (MOVE_CONSTANTS). The optimised model must be the one full rounds give --
+(optimizer.manager.SKIP_UNCHANGED), small Constant nodes become constants as the graph is
+built (MOVE_CONSTANTS), and dead nodes leave the graph after each round that changed it
+(DROP_DEAD). The optimised model must be the one full rounds give --
 byte for byte, with the same report -- on every fixture, the bench models, generated graphs and
 graphs where one rewrite enables another several hops away."""
 
@@ -19,16 +20,19 @@ manager = importlib.import_module("shapeinfer.optimizer.manager")
 
 def _optimized(model, skip: bool, **options):
     """Optimised with (skip) or without the shortcuts: passes skipped while nothing changed,
-    and small Constant nodes made constants at import instead of by fold-constants."""
-    saved = manager.SKIP_UNCHANGED, manager.MOVE_CONSTANTS
-    manager.SKIP_UNCHANGED = manager.MOVE_CONSTANTS = skip
+    small Constant nodes made constants at import instead of by fold-constants, dead nodes
+    dropped between rounds instead of at the end."""
+    saved = manager.SKIP_UNCHANGED, manager.MOVE_CONSTANTS, manager.DROP_DEAD
+    manager.SKIP_UNCHANGED = manager.MOVE_CONSTANTS = manager.DROP_DEAD = skip
     try:
         report = manager.OptimizeReport()
         out = shapeinfer.optimize(model, report=report, **options)
     finally:
-        manager.SKIP_UNCHANGED, manager.MOVE_CONSTANTS = saved
-    return (out.SerializeToString(), report.after, report.kept, report.not_folded, report.declined,
-            {k: v for k, v in report.changes.items() if v})
+        manager.SKIP_UNCHANGED, manager.MOVE_CONSTANTS, manager.DROP_DEAD = saved
+    # (the declines of nodes the result keeps: dead nodes dropped between rounds are not walked)
+    live = {n.name for n in out.graph.node if n.name}
+    return (out.SerializeToString(), report.after, report.kept, report.not_folded,
+            [d for d in report.declined if d[0] in live], {k: v for k, v in report.changes.items() if v})
 
 
 def _same(model, **options):
