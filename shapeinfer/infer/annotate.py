@@ -23,6 +23,27 @@ def _loadable(shape):
     return tuple(None if type(d) is int and d > LOAD_SAFE_DIM else d for d in shape)
 
 
+def _loadable_type(tp: TypeProto) -> TypeProto:
+    """A sequence's or optional's type as it is written: ``tp``, or a copy whose dims past
+    LOAD_SAFE_DIM are unknown (as _loadable does for a tensor's). (Such types are few.)"""
+    out = TypeProto()
+    out.CopyFrom(tp)
+    cleared, stack = False, [out]
+    while stack:
+        t = stack.pop()
+        kind = t.WhichOneof("value")
+        if kind in ("tensor_type", "sparse_tensor_type"):
+            for d in getattr(t, kind).shape.dim:
+                if d.dim_value > LOAD_SAFE_DIM:
+                    d.Clear()
+                    cleared = True
+        elif kind in ("sequence_type", "optional_type"):
+            stack.append(getattr(t, kind).elem_type)
+        elif kind == "map_type":
+            stack.append(t.map_type.value_type)
+    return out if cleared else tp
+
+
 def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set, kept: dict) -> None:
     """Write our dim into a declared one. Where ours is known it is written (``[batch,seq]``
     declared on a Transpose's output gives way to ``[seq,batch]``; an exporter's placeholder
@@ -135,7 +156,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
             if fact.type_proto is not None:
                 vi = g.value_info.add()
                 vi.name = name
-                vi.type.CopyFrom(type_from_fact(fact))
+                vi.type.CopyFrom(_loadable_type(type_from_fact(fact)))
             elif fact.dtype:
                 kid = fact.kid
                 if kid is None:

@@ -29,7 +29,7 @@ from ..fold.folder import DEFAULT_BUDGET_BYTES
 from .importer import import_model
 from .passes import REGISTRY
 from .passes.base import PassContext
-from .passes.graph_ops import remove_dead_nodes, replace_uses
+from .passes.graph_ops import huge_tensors, remove_dead_nodes, replace_uses
 from .run_facts import BoundedFacts, run_lows
 
 # The order matters for how many rounds a graph takes, not for what it ends as: the passes that
@@ -288,6 +288,7 @@ class PassManager:
                           fold_budget=self.fold_budget, graph_outputs={t.name for t in graph.outputs},
                           ignore_signed_zero=self.ignore_signed_zero, fold_float_math=self.fold_float_math,
                           local_functions=frozenset((f.domain, f.name) for f in src.functions),
+                          huge=huge_tensors(facts.facts),
                           # the names in use, for unique_name (graph.tensors() would walk every node)
                           _names={t.name for t in tensors})
         declined, not_folded = self._rounds(ctx, report)
@@ -326,7 +327,7 @@ class PassManager:
         report.declined = declined
         live = {n.name or "<unnamed>" for n in current.graph.node}
         report.not_folded = [d for d in not_folded if d[0] in live]
-        report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")])
+        report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")], ctx.huge)
         report.after = model_stats(current)
         return current
 
@@ -570,8 +571,9 @@ def _outputs_made_by_nodes(graph, src, opset: int) -> None:
     graph.node.extend(nodes)
 
 
-def _kept_reasons(model: ModelProto, declined: list) -> list:
-    """The latest reason for each Reshape/Expand/Tile still in the model."""
+def _kept_reasons(model: ModelProto, declined: list, huge: frozenset = frozenset()) -> list:
+    """The latest reason for each Reshape/Expand/Tile still in the model (``huge``: the tensors
+    whose readers and makers the passes leave alone, graph_ops.huge_tensors)."""
     present = {(n.name or "<unnamed>", n.op_type) for n in model.graph.node if n.op_type in ("Reshape", "Expand", "Tile")}
     reasons: dict = {}
     for name, op, why in declined:
@@ -581,5 +583,9 @@ def _kept_reasons(model: ModelProto, declined: list) -> list:
     for n in model.graph.node:
         key = (n.name or "<unnamed>", n.op_type)
         if key in present:
-            out.append((key[0], key[1], reasons.get(key, "nothing provably simpler was found")))
+            why = reasons.get(key)
+            if why is None and huge and any(t in huge for t in list(n.input) + list(n.output)):
+                why = "left as it is: it reads or makes a tensor with a dim past 2**31-1, which a rewrite could " \
+                      "let onnxruntime's load-time inference see (it then refuses some such models)"
+            out.append((key[0], key[1], why or "nothing provably simpler was found"))
     return out

@@ -84,6 +84,9 @@ class PassContext:
     rename_outputs: bool = False  # renames are allowed (set by the manager)
     renames_waiting: bool = False  # a check found a bypass that needs a rename (while not allowed)
 
+    # tensors with a static dim past LOAD_SAFE_DIM (graph_ops.huge_tensors): nodes() skips their
+    # readers and makers
+    huge: frozenset = frozenset()
     _names: Optional[set] = None  # names in use (the manager gives those of the import; else built once)
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
     memo: dict = field(default_factory=dict)  # per-run caches of the passes (keyed by pass)
@@ -127,6 +130,8 @@ class PassContext:
         or take some out (still visited, without outputs). Each node's op is read when the walk
         reaches it, after the rewrites of the nodes before it.
 
+        A node that reads or makes a tensor of ``huge`` is not given (see graph_ops.huge_tensors).
+
         The nodes come from an index by op (a pass reads a few ops: walking every node for
         each pass and round was most of the time on large graphs), rebuilt when the list of
         nodes has changed; a node whose op a pass changes is filed under its new op too
@@ -142,9 +147,12 @@ class PassContext:
                 found = list({id(n): n for n in found}.values())
             found.sort(key=lambda n: pos[id(n)])
         plain = not self.local_functions  # (then op() is node.op for the default domain)
+        huge = self.huge
         for node in found:
             op = node.op
             if op in wanted and (plain and (not node.domain or node.domain == "ai.onnx") or self.op(node) == op):
+                if huge and (any(t.name in huge for t in node.inputs) or any(t.name in huge for t in node.outputs)):
+                    continue
                 yield node
 
     def _op_index(self) -> dict:

@@ -16,7 +16,7 @@ from ...fold.folder import constant_array, constant_values, outer_variables
 from ...semantics import LOAD_SAFE_DIM
 
 __all__ = ["bypass", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
-           "constant_values", "huge_static_dim", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses", "set_input",
+           "constant_values", "huge_tensors", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses", "set_input",
            "shape_constant", "unloadable_constant"]
 
 
@@ -113,16 +113,22 @@ def dims_load_safely(values) -> bool:
     return all(-LOAD_SAFE_DIM <= int(v) <= LOAD_SAFE_DIM for v in values)
 
 
-def huge_static_dim(ctx, tensor) -> bool:
-    """Whether inference knows a dim of ``tensor`` past LOAD_SAFE_DIM (the tensor is empty, or it
-    could not exist). A bypass that would let onnxruntime's load-time inference see that dim
-    where it did not before -- a reader reading it directly instead of a Reshape whose shape it
-    cannot compute -- is not made: onnx's inference miscounts such dims (Split then refuses a
-    model that holds no element at all)."""
-    for d in ctx.shape(tensor) or ():  # (a loop: this runs for every bypass)
-        if d.__class__ is int and d > LOAD_SAFE_DIM:
-            return True
-    return False
+def huge_tensors(facts: dict) -> frozenset:
+    """The names of the tensors inference knows a dim past LOAD_SAFE_DIM of (each is empty, or it
+    could not exist). The passes leave every node that reads or makes one as it is
+    (PassContext.nodes), and keep a value computed that would make a dim of one
+    (unloadable_constant): a rewrite there -- a bypass, a reduction reading the Tile before it,
+    a Reshape pair cancelled, a Tile's repeats folded -- can let onnxruntime's load-time
+    inference see such a dim where it could not before, and onnx's inference miscounts such
+    dims (Split then refuses a model that holds no element at all). ``facts``: name -> Fact, as
+    inference gives them."""
+    huge = []
+    for name, f in facts.items():
+        for d in (f.shape or ()) if f is not None else ():
+            if d.__class__ is int and d > LOAD_SAFE_DIM:
+                huge.append(name)
+                break
+    return frozenset(huge)
 
 
 def reshape_data_loads(ctx, data) -> bool:
@@ -154,10 +160,16 @@ def unloadable_constant(tensor, arr, ctx=None) -> str:
                         "branch that never runs)")
     if ctx is not None:
         for reader in tensor.outputs:
+            if (reader.domain or "") not in ("", "ai.onnx"):
+                continue
             if reader.op == "Reshape" and len(reader.inputs) > 1 and reader.inputs[1] is tensor \
-                    and (reader.domain or "") in ("", "ai.onnx") and not reshape_data_loads(ctx, reader.inputs[0]):
+                    and not reshape_data_loads(ctx, reader.inputs[0]):
                 return (f"{reader.name or reader.op} (Reshape) reshapes a tensor whose static dims multiply past "
                         "int64: with a constant shape, onnxruntime would refuse to load the model")
+            if ctx.huge and any(i < len(reader.inputs) and reader.inputs[i] is tensor for i in DIM_INPUTS.get(reader.op, ())) \
+                    and any(t.name in ctx.huge for t in reader.outputs):
+                return (f"{reader.name or reader.op} ({reader.op}) makes a dim past {LOAD_SAFE_DIM} of it, which "
+                        "onnxruntime's load-time inference would see (see huge_tensors)")
     if arr.size == 0 or arr.dtype.kind not in "iu":
         return ""
     if -LOAD_SAFE_DIM <= int(arr.min()) and int(arr.max()) <= LOAD_SAFE_DIM:
@@ -201,13 +213,7 @@ def can_bypass(ctx, node, source) -> bool:
     output. A graph output must keep its name, so then ``source`` takes it -- which it may only
     when its own name is not one to keep: not a graph input, an initializer or another graph
     output, but a tensor a node of the graph makes -- and only once the manager allows renames
-    (``ctx.rename_outputs``; until then such a bypass is noted in ``ctx.renames_waiting``).
-
-    Never onto a tensor with a static dim past LOAD_SAFE_DIM (``huge_static_dim``):
-    onnxruntime's load-time inference may know that dim where it did not know the bypassed
-    node's (a Reshape of a declared [2**40, 0] input to a shape it cannot compute)."""
-    if huge_static_dim(ctx, source):
-        return False
+    (``ctx.rename_outputs``; until then such a bypass is noted in ``ctx.renames_waiting``)."""
     if node.outputs[0].name not in ctx.graph_outputs:
         return True
     if (isinstance(source, gs.Constant) or len(source.inputs) != 1 or source.name in ctx.graph_outputs
