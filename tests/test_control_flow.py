@@ -227,3 +227,52 @@ g (float[N,D] x, float[1,D] s0, float[K] k) => (float y) {
     result = _check(model, feeds, lambda f: {"N": f["x"].shape[0], "D": 2, "K": f["k"].shape[0]},
                     expect_exact=["y"], engine=engine)
     assert result.shape_strs("y") == ["-N*iszero(K)+N+iszero(K)", "D"]
+
+
+_OUT_OF_ORDER = {  # a node whose subgraph reads a tensor that a later node makes (onnxruntime orders by that read)
+    "if": """g (float[N] x, bool c) => (float[N] out) {
+      out = If (c) <then_branch = g1 () => (float[N] t) { t = Add (y, y) },
+                    else_branch = g2 () => (float[N] e) { e = Sub (y, y) }>
+      y = Relu (x)
+    }""",
+    "loop": """g (float[N] x, int64 trip) => (float[N] out) {
+      cond = Constant <value = bool {1}> ()
+      out = Loop (trip, cond, x) <body = b (int64 i, bool ci, float[N] v) => (bool co, float[N] vo) {
+          co = Identity (ci)
+          vo = Add (v, r)
+      }>
+      r = Neg (x)
+    }""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OUT_OF_ORDER))
+def test_optimize_keeps_a_producer_that_comes_after_the_subgraph_reading_it(case):
+    """onnx-graphsurgeon imported the subgraph's read as a tensor with no producer, so dead-node
+    removal dropped the Relu/Neg and the optimised model did not load. Optimize now works on the
+    model in topological order, a subgraph's outer reads counted."""
+    ort = pytest.importorskip("onnxruntime")
+    m = parser.parse_model('<ir_version: 8, opset_import: ["" : 17]>\n' + _OUT_OF_ORDER[case])
+    out = shapeinfer.optimize(m)
+    assert [n.op_type for n in out.graph.node][-1] in ("If", "Loop")  # after its producer
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    original, optimised = (ort.InferenceSession(x.SerializeToString(), so, providers=["CPUExecutionProvider"])
+                           for x in (m, out))
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 3):
+        feeds = {"x": rng.standard_normal(n).astype(np.float32)}
+        for other in ((np.array(True), np.array(False)) if case == "if" else (np.array(0), np.array(2))):
+            feeds["c" if case == "if" else "trip"] = other
+            a, b = original.run(None, feeds), optimised.run(None, feeds)
+            assert a[0].tobytes() == b[0].tobytes() and a[0].shape == b[0].shape
+
+
+def test_a_cycle_through_a_subgraph_read_is_a_structural_error():
+    m = parser.parse_model('<ir_version: 8, opset_import: ["" : 17]>\n' + """g (float[N] x, bool c) => (float[N] y) {
+      out = If (c) <then_branch = g1 () => (float[N] t) { t = Add (y, y) },
+                    else_branch = g2 () => (float[N] e) { e = Sub (x, x) }>
+      y = Relu (out)
+    }""")
+    with pytest.raises(shapeinfer.ShapeInferenceError, match="cycle"):
+        shapeinfer.optimize(m)

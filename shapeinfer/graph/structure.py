@@ -48,6 +48,7 @@ class NodeIO:
     nodes: list
     ins: list
     outs: list
+    in_order: bool = True  # every node after the producers of what it reads (its subgraphs' reads too)
 
 
 def validate_structure(model: ModelProto) -> NodeIO:
@@ -90,8 +91,6 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
                 raise ModelLoadError(f"node {n.name!r} ({n.op_type}): a tensor name is not valid UTF-8; "
                                      "the file is corrupt") from None
         raise
-    if io is not None:
-        io.append(NodeIO(nodes, ins, outs))
     producer: dict = {}  # tensor name -> index of its node, -1 for a graph input or initializer
     for t in graph.input:
         producer[t.name] = -1
@@ -138,21 +137,41 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
                     found = True
             elif p >= k:
                 in_order = False
+    # what the subgraphs of a node read from this graph must come before it too (onnxruntime
+    # orders by these implicit inputs; an importer that follows the given order would not find them)
+    deps = ins
+    with_graphs = []
+    for k, n in enumerate(nodes):
+        attrs = n.attribute
+        if not attrs:
+            continue
+        for a in attrs:
+            kind = a.type
+            if kind == _GRAPH or kind == _GRAPHS:
+                with_graphs.append(k)
+                break
+    for k in with_graphs:
+        implicit = [i for i in implicit_inputs(nodes[k]) if producer.get(i, -1) >= 0]
+        if implicit:
+            if deps is ins:
+                deps = list(ins)
+            deps[k] = list(ins[k]) + implicit
+            if any(producer[i] >= k for i in implicit):
+                in_order = False
     for o in graph.output:
         if o.name not in producer and o.name not in outer:
             add("dangling-input", f"graph output {o.name!r} is produced by nothing{where}")
             found = True
-    cycle = None if in_order else find_cycle(nodes, ins, producer)
+    if io is not None:
+        io.append(NodeIO(nodes, ins, outs, in_order))
+    cycle = None if in_order else find_cycle(nodes, deps, producer)
     if cycle is not None:
         add("not-a-dag", f"the graph has a cycle through this node{where}: "
                    + " -> ".join(repr(c.name or c.op_type) for c in cycle), cycle[0].name, cycle[0].op_type)
         found = True
     names = None
-    for n in nodes:
-        attrs = n.attribute
-        if not attrs:
-            continue
-        for a in attrs:
+    for k in with_graphs:
+        for a in nodes[k].attribute:
             kind = a.type
             if kind != _GRAPH and kind != _GRAPHS:
                 continue
@@ -189,14 +208,61 @@ def find_cycle(nodes, ins, producer: dict) -> Optional[list]:
     return None
 
 
+def _has_subgraph(node) -> bool:
+    return any(a.type == _GRAPH or a.type == _GRAPHS for a in node.attribute)
+
+
+def implicit_inputs(node) -> list:
+    """The names node's subgraphs read from the graphs around node (through nested subgraphs
+    too), each once, in the order found: what must be computed before node runs."""
+    found: dict = {}
+    for a in node.attribute:
+        if a.type == _GRAPH:
+            _outer_reads(a.g, frozenset(), found)
+        elif a.type == _GRAPHS:
+            for g in a.graphs:
+                _outer_reads(g, frozenset(), found)
+    return list(found)
+
+
+def _outer_reads(graph, enclosing: frozenset, found: dict) -> None:
+    """Into found: the names graph reads that neither it nor ``enclosing`` (the subgraphs
+    between it and node) defines."""
+    local = {t.name for t in graph.input} | {t.name for t in graph.initializer} \
+        | {t.values.name for t in graph.sparse_initializer}
+    for n in graph.node:
+        local.update(o for o in n.output if o)
+    for n in graph.node:
+        for i in n.input:
+            if i and i not in local and i not in enclosing:
+                found.setdefault(i, None)
+        if n.attribute and _has_subgraph(n):
+            inner = enclosing | local
+            for a in n.attribute:
+                for g in ([a.g] if a.type == _GRAPH else a.graphs if a.type == _GRAPHS else ()):
+                    _outer_reads(g, inner, found)
+    for o in graph.output:
+        if o.name not in local and o.name not in enclosing:
+            found.setdefault(o.name, None)
+
+
+def _reads(n) -> list:
+    """What node n reads: its inputs, then what its subgraphs read from outside."""
+    if n.attribute and _has_subgraph(n):
+        return list(n.input) + implicit_inputs(n)
+    return n.input
+
+
 def topological_order(nodes) -> list:
-    """The nodes in an order where each runs after its producers (the given order if it is one)."""
+    """The nodes in an order where each runs after its producers, the producers of what its
+    subgraphs read included (the given order if it is one)."""
     nodes = list(nodes)
     produced = {o for n in nodes for o in n.output if o}
     available = set()
     ordered = True
-    for n in nodes:
-        for i in n.input:
+    reads = [_reads(n) for n in nodes]
+    for n, names in zip(nodes, reads):
+        for i in names:
             if i and i in produced and i not in available:
                 ordered = False
                 break
@@ -211,7 +277,7 @@ def topological_order(nodes) -> list:
         for o in n.output:
             if o:
                 producer[o] = idx
-    deps = [set(producer[i] for i in n.input if i in producer and producer[i] != idx) for idx, n in enumerate(nodes)]
+    deps = [set(producer[i] for i in names if i in producer and producer[i] != idx) for idx, names in enumerate(reads)]
     users: dict = {}
     for idx, ds in enumerate(deps):
         for d in ds:

@@ -255,6 +255,15 @@ class PassManager:
         t0 = time.perf_counter()
         src = model if isinstance(model, ModelProto) else load_model(model)
         io = validate_structure(src)
+        if not io.in_order:
+            # onnx-graphsurgeon imports in the order given: a subgraph's read of a tensor a later
+            # node makes would become a tensor of its own, with no producer (which dead-node
+            # removal then drops). Work on a copy in topological order (the export sorts anyway).
+            copy = ModelProto()
+            copy.CopyFrom(src)
+            _sorted_nodes(copy.graph)
+            src = copy
+            io = validate_structure(src)
         report = report if report is not None else OptimizeReport()
         report.before = model_stats(src)
         report.assumptions.extend(p.assumption for p in self.passes if p.assumption)
