@@ -423,6 +423,36 @@ def test_a_tensor_name_that_is_not_utf8_is_a_clear_error(capsys, tmp_path, where
         assert "not valid UTF-8" in text and ("first" in text or "second" in text), text
 
 
+_CORRUPT_STRINGS = {  # a model whose string ZZ stands where the bytes go bad, by where it sits
+    "node name": '<ir_version: 8, opset_import: ["" : 17]>\ng (float[2] x) => (float[2] out) { out = Relu(x) }',
+    "op type": '<ir_version: 8, opset_import: ["" : 17]>\ng (float[2] x) => (float[2] out) { out = ReluZZ(x) }',
+    "graph name": '<ir_version: 8, opset_import: ["" : 17]>\ngZZ (float[2] x) => (float[2] out) { out = Relu(x) }',
+    "unused input": '<ir_version: 8, opset_import: ["" : 17]>\ng (float[2] x, float[2] uZZ) => (float[2] out) { out = Relu(x) }',
+    "attribute string": '<ir_version: 8, opset_import: ["" : 20]>\ng (float[2] x) => (float[2] out) { out = Gelu<approximate="tZZ">(x) }',
+    "opset domain": '<ir_version: 8, opset_import: ["" : 17, "cZZ": 1]>\ng (float[2] x) => (float[2] out) { out = cZZ.Foo(x) }',
+    "doc string": None,
+}
+
+
+@pytest.mark.parametrize("where", sorted(_CORRUPT_STRINGS))
+def test_a_string_that_is_not_utf8_anywhere_is_a_clear_error_from_optimize(capsys, tmp_path, where):
+    """Found by review: optimize raised UnicodeDecodeError from inside onnx-graphsurgeon or onnx's
+    helpers (node name, op type, graph name, doc string, attribute, input name), and a bad opset
+    domain a TypeError from infer too. Each is now ModelLoadError (an exit code, nothing written)."""
+    text = _CORRUPT_STRINGS[where] or _CORRUPT_STRINGS["node name"]
+    m = parser.parse_model(text)
+    if where == "node name":
+        m.graph.node[0].name = "nZZ"
+    if where == "doc string":
+        m.doc_string = "dZZ"
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString().replace(b"ZZ", b"\xff\xfe"))
+    code, out, written = _run(capsys, "optimize", path, tmp_path)
+    assert code != 0 and written == [] and "not valid UTF-8" in out, out
+    code, out, _ = _run(capsys, "infer", path, tmp_path)  # (it reads fewer strings: no traceback)
+    assert code in (0, 1, 2) and "internal error" not in out, out
+
+
 def _session_error(model):
     """None when onnxruntime (graph optimizations off: the spec's model) loads the model."""
     import onnxruntime as ort

@@ -88,7 +88,7 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
     except TypeError:
         for n, names, made in zip(nodes, ins, outs):
             if not all(type(x) is str for x in names) or not all(type(x) is str for x in made):
-                raise ModelLoadError(f"node {n.name!r} ({n.op_type}): a tensor name is not valid UTF-8; "
+                raise ModelLoadError(f"node {node_label(n)!r} ({n.op_type}): a tensor name is not valid UTF-8; "
                                      "the file is corrupt") from None
         raise
     producer: dict = {}  # tensor name -> index of its node, -1 for a graph input or initializer

@@ -131,6 +131,9 @@ class Engine:
         self.node_io = None  # the main graph's NodeIO, when the caller has read it (infer's node_io)
         self._tables: dict = {}  # id(a dict of facts) -> [that dict, facts read, its _ScopeTable]
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
+        for domain in self.opsets:
+            if type(domain) is not str:  # (protobuf hands a string that is not valid UTF-8 over as bytes)
+                raise ModelLoadError(f"the opset domain {domain!r} is not valid UTF-8; the file is corrupt")
         self.functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
         self._calls: list = []  # the model-local functions being walked, outermost first
         self._depth = 0  # function calls and subgraphs being walked

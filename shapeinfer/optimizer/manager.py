@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from onnx import AttributeProto, ModelProto, helper
 
+from ..errors import ModelLoadError
 from ..infer.overrides import check_input_shapes
 from ..infer.dim_names import identifier_dim_names
 from ..infer.run import check_dim_names, infer
@@ -253,6 +254,13 @@ class PassManager:
 
         G_LOGGER.severity = G_LOGGER.ERROR  # its warnings (and its hint to install colors) are not ours
         t0 = time.perf_counter()
+        try:
+            return self._run(model, report, gs, t0)
+        except UnicodeDecodeError as e:  # (a string field, read where it is used: one place to catch)
+            near = bytes(e.object[max(0, e.start - 8):e.end + 8])
+            raise ModelLoadError(f"a string in the model is not valid UTF-8 (near {near!r}); the file is corrupt") from None
+
+    def _run(self, model, report, gs, t0) -> ModelProto:
         src = model if isinstance(model, ModelProto) else load_model(model)
         io = validate_structure(src)
         if not io.in_order:
