@@ -276,3 +276,27 @@ def test_a_cycle_through_a_subgraph_read_is_a_structural_error():
     }""")
     with pytest.raises(shapeinfer.ShapeInferenceError, match="cycle"):
         shapeinfer.optimize(m)
+
+
+def test_a_declared_minus_one_dim_is_not_copied_into_the_optimised_bodies():
+    """Adversarial seed 43155: the export copies an outer tensor's declared dims into the If
+    bodies' value_info, its -1 included, which onnx's inference reads as a size (TopK then has
+    "less than k elements"); -1 dims are now cleared inside bodies too."""
+    import onnx
+
+    m = parser.parse_model('<ir_version: 9, opset_import: ["" : 19]>\n' + """g (float[4,N] x, bool c, float[2] two) => (float[?,?] top) {
+      y = If (c) <then_branch = g1 () => (float[?,?] t) { t = Identity (x) },
+                  else_branch = g2 () => (float[?,?] e) { e = Flatten <axis = 1> (x) }>
+      k = Shape (two)
+      top, idx = TopK <axis = 1> (y, k)
+    }""")
+    m.graph.input[0].type.tensor_type.shape.dim[1].Clear()
+    m.graph.input[0].type.tensor_type.shape.dim[1].dim_value = -1
+    for a in m.graph.node[0].attribute:  # (the branches declare no shape: onnx infers none for y)
+        a.g.output[0].type.tensor_type.ClearField("shape")
+    onnx.checker.check_model(m, full_check=True)
+    out = shapeinfer.optimize(m)
+    onnx.checker.check_model(out, full_check=True)
+    bodies = [a.g for n in out.graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    assert bodies and all(d.dim_value >= 0 for g in bodies for vi in list(g.value_info) + list(g.output)
+                          for d in vi.type.tensor_type.shape.dim)

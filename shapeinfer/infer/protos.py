@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import numpy as np
-from onnx import TensorProto, TypeProto, helper, numpy_helper
+from onnx import AttributeProto, TensorProto, TypeProto, helper, numpy_helper
 
 from ..errors import ODD_INPUT_ERRORS
 from ..symbolic import Dim, to_str
@@ -41,15 +41,25 @@ def declared_size(d) -> Optional[int]:
     return int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else None
 
 
-def clear_negative_dims(graph) -> None:
+def clear_negative_dims(graph, subgraphs: bool = False) -> None:
     """Write a declared dim_value -1 (a dynamic dim, to onnx.checker and onnxruntime; some
     exporters write it so) as an unnamed dim, which every tool reads the same way (onnx's own
-    inference takes -1 for a size)."""
-    for vi in (*graph.input, *graph.output, *graph.value_info):
-        if vi.type.HasField("tensor_type"):
-            for d in vi.type.tensor_type.shape.dim:
-                if d.HasField("dim_value") and d.dim_value < 0:
-                    d.Clear()
+    inference takes -1 for a size). ``subgraphs``: in the graphs of If/Loop/Scan bodies too."""
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for vi in (*g.input, *g.output, *g.value_info):
+            if vi.type.HasField("tensor_type"):
+                for d in vi.type.tensor_type.shape.dim:
+                    if d.HasField("dim_value") and d.dim_value < 0:
+                        d.Clear()
+        if subgraphs:
+            for n in g.node:
+                for a in n.attribute:
+                    if a.type == AttributeProto.GRAPH:
+                        stack.append(a.g)
+                    elif a.type == AttributeProto.GRAPHS:
+                        stack.extend(a.graphs)
 
 
 def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[[str], Dim]) -> tuple:

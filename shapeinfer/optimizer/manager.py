@@ -109,7 +109,7 @@ def model_stats(model: ModelProto) -> dict:
     return stats
 
 
-def _copy_model_meta(src: ModelProto, graph_model: ModelProto) -> ModelProto:
+def _copy_model_meta(src: ModelProto, graph_model: ModelProto, subgraphs: bool = True) -> ModelProto:
     """The exported model given the source model's fields but its graph (opsets, metadata,
     functions...): those are copied into ``graph_model``, which is returned -- the source's
     graph, weights included, is never copied.
@@ -135,7 +135,7 @@ def _copy_model_meta(src: ModelProto, graph_model: ModelProto) -> ModelProto:
         if vi.name in declared:
             vi.type.CopyFrom(declared[vi.name].type)
     out.graph.ClearField("value_info")
-    clear_negative_dims(out.graph)
+    clear_negative_dims(out.graph, subgraphs)  # (the export copies outer tensors' dims into bodies)
     return out
 
 
@@ -311,7 +311,8 @@ class PassManager:
         declined, not_folded = self._rounds(ctx, report)
         remove_dead_nodes(graph)
         self._say("exporting")
-        current = _copy_model_meta(src, _export(gs, graph, empty_lists, _other_types(src.graph)))
+        current = _copy_model_meta(src, _export(gs, graph, empty_lists, _other_types(src.graph)),
+                                   subgraphs=pairs is None)  # (the importer builds graphs without subgraphs only)
         _release(gs, graph, imported)
         if overridable:  # their defaults, as the model had them
             current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
