@@ -12,10 +12,8 @@ import hashlib
 import json
 import re
 
-from onnx import AttributeProto
-
 from ..symbolic.printing import quote_name
-from .protos import DIM_SYNTAX_KEY, nested_tensor_types
+from .protos import DIM_SYNTAX_KEY, nested_tensor_types, value_infos
 
 DIM_NAMES_KEY = "shapeinfer.dim_names"  # metadata_props: JSON {identifier: expression}
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -36,22 +34,6 @@ def _hashed(expr: str) -> str:
     return "dim_" + hashlib.sha256(expr.encode("utf-8")).hexdigest()[:10]
 
 
-def _value_infos(graph):
-    """Every ValueInfoProto of graph and of its subgraphs."""
-    stack = [graph]
-    while stack:
-        g = stack.pop()
-        yield from g.input
-        yield from g.output
-        yield from g.value_info
-        for node in g.node:
-            for a in node.attribute:
-                if a.type == AttributeProto.GRAPH:
-                    stack.append(a.g)
-                elif a.type == AttributeProto.GRAPHS:
-                    stack.extend(a.graphs)
-
-
 def _dims(vi):
     for tt in nested_tensor_types(vi.type):
         if tt.HasField("shape"):
@@ -68,8 +50,8 @@ def identifier_dim_names(model) -> dict:
     expressions all read in the printed syntax."""
     dims = []  # (dim proto, the expression it stands for in the printed syntax)
     main_inputs = len(model.graph.input)
-    for k, vi in enumerate(_value_infos(model.graph)):
-        opaque = k < main_inputs  # (_value_infos yields the main graph's inputs first)
+    for k, vi in enumerate(value_infos(model.graph)):
+        opaque = k < main_inputs  # (value_infos yields the main graph's inputs first)
         for d in _dims(vi):
             if d.HasField("dim_param"):
                 dims.append((d, quote_name(d.dim_param) if opaque else d.dim_param))

@@ -41,25 +41,33 @@ def declared_size(d) -> Optional[int]:
     return int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else None
 
 
-def clear_negative_dims(graph, subgraphs: bool = False) -> None:
-    """Write a declared dim_value -1 (a dynamic dim, to onnx.checker and onnxruntime; some
-    exporters write it so) as an unnamed dim, which every tool reads the same way (onnx's own
-    inference takes -1 for a size). ``subgraphs``: in the graphs of If/Loop/Scan bodies too."""
+def value_infos(graph, subgraphs: bool = True):
+    """Every ValueInfoProto of graph -- its inputs first, then outputs and value_info -- and,
+    with ``subgraphs``, of the graphs of its If/Loop/Scan bodies after it."""
     stack = [graph]
     while stack:
         g = stack.pop()
-        for vi in (*g.input, *g.output, *g.value_info):
-            if vi.type.HasField("tensor_type"):
-                for d in vi.type.tensor_type.shape.dim:
-                    if d.HasField("dim_value") and d.dim_value < 0:
-                        d.Clear()
+        yield from g.input
+        yield from g.output
+        yield from g.value_info
         if subgraphs:
-            for n in g.node:
-                for a in n.attribute:
+            for node in g.node:
+                for a in node.attribute:
                     if a.type == AttributeProto.GRAPH:
                         stack.append(a.g)
                     elif a.type == AttributeProto.GRAPHS:
                         stack.extend(a.graphs)
+
+
+def clear_negative_dims(graph, subgraphs: bool = False) -> None:
+    """Write a declared dim_value -1 (a dynamic dim, to onnx.checker and onnxruntime; some
+    exporters write it so) as an unnamed dim, which every tool reads the same way (onnx's own
+    inference takes -1 for a size). ``subgraphs``: in the graphs of If/Loop/Scan bodies too."""
+    for vi in value_infos(graph, subgraphs):
+        if vi.type.HasField("tensor_type"):
+            for d in vi.type.tensor_type.shape.dim:
+                if d.HasField("dim_value") and d.dim_value < 0:
+                    d.Clear()
 
 
 def dims_from_shape_proto(shape_proto, mint: Callable[[], Dim], param: Callable[[str], Dim]) -> tuple:
