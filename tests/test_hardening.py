@@ -481,6 +481,10 @@ _HIDDEN = {  # e equals c, but onnxruntime's load-time inference cannot tell its
     "cancel-reshapes": "sa = Abs (sh)\n  r = Reshape (c, sa)\n  g = Neg (r)\n  e = Reshape (g, sa)",
     # Min/Max folded to the constant [1, 1]: the Tile's output became static to onnxruntime
     "folded-repeats": "lo = Min (sh, one)\n  ones = Max (lo, one)\n  e = Tile (c, ones)",
+    # Shape(c) folded to the constant [2**40, 0] (its reader is no dim input), then the node between
+    # it and the Reshape bypassed (a second review)
+    "identity-of-shape": "sa = Identity (sh)\n  e = Reshape (c, sa)",
+    "tile-of-shape": "s1 = Abs (sh)\n  sa = Tile (s1, one)\n  e = Reshape (c, sa)",
     # the value_info written for a sequence or an optional gave the element's dims
     "sequence": "sa = Abs (sh)\n  r = Reshape (c, sa)\n  s = SequenceConstruct (r)\n  e = SequenceAt (s, zero)",
     "optional": "sa = Abs (sh)\n  r = Reshape (c, sa)\n  s = Optional (r)\n  e = OptionalGetElement (s)",
@@ -498,6 +502,45 @@ def test_optimize_never_shows_onnxruntime_a_dim_past_int32_it_could_not_see(how,
     assert _session_error(out) is None
     if write_shapes:
         assert _session_error(shapeinfer.infer_shapes(m)) is None
+
+
+_BYPASSED_ONTO_A_CONSTANT = {  # an Identity between a constant and a reader that onnxruntime checks at load
+    "tile-repeats": """g (int64[1,0] c) => (int64[?,?] a, int64[?,?] b) <int64[2] reps = {1099511627776, 1},
+        int64[2] split = {549755813888, 549755813888}> {
+      r = Identity (reps)
+      e = Tile (c, r)
+      a, b = Split <axis = 0> (e, split)
+    }""",
+    "constant-of-shape": """g (int64[1] c) => (float[?,?] a, float[?,?] b) <int64[2] shp = {1099511627776, 0},
+        int64[2] split = {549755813888, 549755813888}> {
+      r = Identity (shp)
+      e = ConstantOfShape (r)
+      a, b = Split <axis = 0> (e, split)
+    }""",
+    "zero-divisor": """g (int64[N] x) => (int64[N] y) <int64[1] z = {0}> {
+      d = Identity (z)
+      y = Div (x, d)
+    }""",
+    "zero-divisor-in-a-branch": """g (int64[N] x, bool cond) => (int64[N] y) <int64[1] z = {0}> {
+      d = Identity (z)
+      y = If (cond) <then_branch = t () => (int64[N] o) { o = Div (x, d) },
+                     else_branch = e () => (int64[N] o2) { o2 = Identity (x) }>
+    }""",
+    "reshape-overflow": """g (int64[4611686018427387904,4,0] c) => (int64[?,?] y) <int64[2] s = {-1, 0}> {
+      r = Identity (s)
+      y = Reshape (c, r)
+    }""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BYPASSED_ONTO_A_CONSTANT))
+def test_no_bypass_hands_a_reader_a_constant_onnxruntime_refuses(case):
+    """A second review: remove-identity made Tile, ConstantOfShape, Div (in a branch that never
+    runs too) and Reshape read a constant that onnxruntime refuses at load (dims past int32, a 0
+    divisor, a Reshape whose input dims multiply past int64); the Identity now stays."""
+    m = parser.parse_model(H + _BYPASSED_ONTO_A_CONSTANT[case])
+    assert _session_error(m) is None
+    assert _session_error(shapeinfer.optimize(m)) is None
 
 
 def test_written_shapes_leave_a_dim_past_int32_unknown():

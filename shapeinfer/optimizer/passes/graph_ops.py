@@ -15,7 +15,7 @@ import onnx_graphsurgeon as gs
 from ...fold.folder import constant_array, constant_values, outer_variables
 from ...semantics import LOAD_SAFE_DIM
 
-__all__ = ["bypass", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
+__all__ = ["bypass", "bypass_refusal", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
            "constant_values", "huge_tensors", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses", "set_input",
            "shape_constant", "unloadable_constant"]
 
@@ -209,20 +209,48 @@ def remove_node(node) -> None:
 
 
 def can_bypass(ctx, node, source) -> bool:
-    """Whether ``bypass(ctx, node, source)`` may be done: always when node's output is no graph
-    output. A graph output must keep its name, so then ``source`` takes it -- which it may only
-    when its own name is not one to keep: not a graph input, an initializer or another graph
-    output, but a tensor a node of the graph makes -- and only once the manager allows renames
-    (``ctx.rename_outputs``; until then such a bypass is noted in ``ctx.renames_waiting``)."""
+    """Whether ``bypass(ctx, node, source)`` may be done (see bypass_refusal)."""
+    return not bypass_refusal(ctx, node, source)
+
+
+def bypass_refusal(ctx, node, source) -> str:
+    """Why ``bypass(ctx, node, source)`` may not be done, or ''.
+
+    A graph output must keep its name, so when node's output is one ``source`` takes it --
+    which it may only when its own name is not one to keep: not a graph input, an initializer
+    or another graph output, but a tensor a node of the graph makes -- and only once the manager
+    allows renames (``ctx.rename_outputs``; until then such a bypass is noted in
+    ``ctx.renames_waiting``). A constant ``source`` must be one its new readers may read as a
+    constant (unloadable_constant: a Reshape shape, Tile repeats or Div divisor that onnxruntime
+    would refuse at load, which it did not see while node stood between)."""
+    if isinstance(source, gs.Constant):
+        why = _constant_refusal(ctx, node.outputs[0], source)
+        if why:
+            return why
     if node.outputs[0].name not in ctx.graph_outputs:
-        return True
+        return ""
     if (isinstance(source, gs.Constant) or len(source.inputs) != 1 or source.name in ctx.graph_outputs
             or any(t is source for t in ctx.graph.inputs)):
-        return False
+        return "its output is a graph output"
     if not ctx.rename_outputs:
         ctx.renames_waiting = True
-        return False
-    return True
+        return "its output is a graph output"
+    return ""
+
+
+# Readers whose constant input unloadable_constant judges by its values.
+_VALUE_READERS = frozenset(DIM_INPUTS) | {"Div", "Mod"}
+
+
+def _constant_refusal(ctx, out, source) -> str:
+    """Why the readers of ``out`` may not read the constant ``source`` instead, or ''."""
+    if not any(r.op in _VALUE_READERS for r in out.outputs) and all(int(d) <= LOAD_SAFE_DIM for d in source.shape):
+        return ""
+    try:
+        arr = constant_array(source)
+    except Exception:  # (external data, not loaded)
+        return "the constant it would hand on is not loaded (external data)"
+    return unloadable_constant(out, arr, ctx)
 
 
 def bypass(ctx, node, source) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 import onnx_graphsurgeon as gs
 
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
-from .graph_ops import (bypass, can_bypass, clear_inputs, constant_array, constant_input, constant_values, dims_load_safely,
+from .graph_ops import (bypass, bypass_refusal, clear_inputs, constant_array, constant_input, constant_values, dims_load_safely,
                         reshape_data_loads, set_input, shape_constant)
 from .specs import expand_spec, reshape_spec, same_shape
 
@@ -34,8 +34,9 @@ RESHAPE_LIKE = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 
 def _bypassable(ctx, node, why: str, source):
     """The Match for bypassing node (its readers read ``source``), or why it must stay."""
-    if not can_bypass(ctx, node, source):
-        return Decline(f"{why}, but its output is a graph output")
+    refusal = bypass_refusal(ctx, node, source)
+    if refusal:
+        return Decline(f"{why}, but {refusal}")
     return Match(why=why, source=source)
 
 
