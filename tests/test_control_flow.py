@@ -337,3 +337,37 @@ def test_optimize_leaves_the_model_given_as_it_was():
             changed.append(seed)
         assert shapeinfer.optimize(m).SerializeToString() == first, seed
     assert changed == []
+
+
+def test_optimize_in_threads_leaves_the_models_given_as_they_were():
+    """A second review: the first fix swapped onnx-graphsurgeon's exporter function for the
+    whole process, so concurrent calls changed the callers' models. The copies are now made
+    at import, per call."""
+    import threading
+
+    from tests.adversarial.gen import generate
+
+    models = [_unnamed_constant_in_a_branch(), generate(52).model]  # (seed 52: a function's Constant)
+    before = [m.SerializeToString() for m in models]
+    expected = [shapeinfer.optimize(m).SerializeToString() for m in models]
+    bad = []
+
+    def work():
+        for _ in range(5):
+            for m, want in zip(models, expected):
+                if shapeinfer.optimize(m).SerializeToString() != want:
+                    bad.append("result")
+
+    import sys
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # (threads take turns often: the calls interleave)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert bad == [] and [m.SerializeToString() for m in models] == before

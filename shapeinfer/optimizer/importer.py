@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Optional
 
-from onnx import AttributeProto, ModelProto
+from onnx import AttributeProto, ModelProto, TensorProto
 
 from .passes.constant_folding import movable_value, take_value
 
@@ -95,7 +95,11 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None, io
         ins = [tensor(name) for name in names_in]
         outs = [tensor(name) for name in names_out]
         attrs = n.attribute
-        attrs = import_attributes(attrs, {}, tensors, opset, domains) if len(attrs) else OrderedDict()
+        if len(attrs):
+            attrs = import_attributes(attrs, {}, tensors, opset, domains)
+            _own_values(gs, attrs)
+        else:
+            attrs = OrderedDict()
         made.append(new_node(gs, n.op_type, n.name, attrs, ins, outs, n.domain if n.HasField("domain") else None))
         built.append(n)
     graph = gs.Graph(nodes=made, inputs=inputs, outputs=outputs, name=g.name, doc_string=g.doc_string,
@@ -105,7 +109,30 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None, io
 
 
 def _imported(graph) -> tuple:
+    import onnx_graphsurgeon as gs
+
+    stack = [graph, *getattr(graph, "functions", ())]
+    while stack:  # (every node's attributes, the bodies' and functions' too: see _own_values)
+        for node in stack.pop().nodes:
+            _own_values(gs, node.attrs)
+            stack.extend(v for v in node.attrs.values() if isinstance(v, gs.Graph))
     return graph, list(graph.tensors().values()), None
+
+
+def _own_values(gs, attrs) -> None:
+    """A tensor attribute (a Constant node's value, ConstantOfShape's) imported as a constant
+    that reads the caller's TensorProto: when that proto has no name, it becomes a copy. The
+    export writes the constant's name into the proto it reads, and "" written is a field set
+    (the model given would change)."""
+    from onnx_graphsurgeon.ir.tensor import LazyValues
+
+    for v in attrs.values():
+        if isinstance(v, gs.Constant) and isinstance(v._values, LazyValues):
+            proto = v._values.tensor
+            if not proto.HasField("name") or proto.name != v.name:
+                copy = TensorProto()
+                copy.CopyFrom(proto)
+                v._values.tensor = copy
 
 
 # onnx-graphsurgeon's constructors route every field through __setattr__ overrides; the objects

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -484,8 +483,7 @@ def _export(gs, graph, empty_lists: dict, other_types: bool = False):
     for t in untyped:
         t.dtype = None
     try:
-        with _names_kept():
-            exported = gs.export_onnx(graph, do_type_check=False)
+        exported = gs.export_onnx(graph, do_type_check=False)
     finally:
         for node, name in held:
             node.attrs[name] = []
@@ -500,38 +498,6 @@ def _export(gs, graph, empty_lists: dict, other_types: bool = False):
             for name in names.get(id(gn), ()):
                 pn.attribute.append(helper.make_attribute(name, [], attr_type=kinds[id(gn)][name]))
     return exported
-
-
-@contextmanager
-def _names_kept():
-    """onnx-graphsurgeon exports a constant it has not loaded by writing the constant's name into
-    the very TensorProto it was imported from -- the caller's (a Constant node's value in a
-    body, unnamed, gets name ""). Those names are put back once the export has copied them."""
-    from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
-    from onnx_graphsurgeon.ir.tensor import LazyValues
-
-    held = OnnxExporter.__dict__["export_tensor_proto"]  # (the staticmethod, put back as it was)
-    export = held.__func__
-    renamed = []
-
-    def export_tensor_proto(tensor):
-        values = tensor._values
-        if isinstance(values, LazyValues):
-            proto = values.tensor
-            if proto.name != tensor.name or not proto.HasField("name"):
-                renamed.append((proto, proto.HasField("name"), proto.name))
-        return export(tensor)
-
-    OnnxExporter.export_tensor_proto = staticmethod(export_tensor_proto)
-    try:
-        yield
-    finally:
-        OnnxExporter.export_tensor_proto = held
-        for proto, had, name in reversed(renamed):
-            if had:
-                proto.name = name
-            else:
-                proto.ClearField("name")
 
 
 def _release(gs, graph, imported: tuple) -> None:
