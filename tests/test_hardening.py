@@ -431,20 +431,27 @@ _CORRUPT_STRINGS = {  # a model whose string ZZ stands where the bytes go bad, b
     "attribute string": '<ir_version: 8, opset_import: ["" : 20]>\ng (float[2] x) => (float[2] out) { out = Gelu<approximate="tZZ">(x) }',
     "opset domain": '<ir_version: 8, opset_import: ["" : 17, "cZZ": 1]>\ng (float[2] x) => (float[2] out) { out = cZZ.Foo(x) }',
     "doc string": None,
+    "node domain": '<ir_version: 8, opset_import: ["" : 17]>\ng (float[2] x) => (float[2] out) { r = Relu(x)\n out = Neg(r) }',
+    "dim in a body": '<ir_version: 8, opset_import: ["" : 17]>\ng (float[N] x, bool c) => (float[N] y) {'
+                     ' y = If (c) <then_branch = t () => (float[NZZ] o) { o = Neg (x) },'
+                     ' else_branch = e () => (float[N] o2) { o2 = Identity (x) }> }',
 }
 
 
 @pytest.mark.parametrize("where", sorted(_CORRUPT_STRINGS))
 def test_a_string_that_is_not_utf8_anywhere_is_a_clear_error_from_optimize(capsys, tmp_path, where):
     """Found by review: optimize raised UnicodeDecodeError from inside onnx-graphsurgeon or onnx's
-    helpers (node name, op type, graph name, doc string, attribute, input name), and a bad opset
-    domain a TypeError from infer too. Each is now ModelLoadError (an exit code, nothing written)."""
+    helpers (node name, op type, graph name, doc string, attribute, input name), a bad opset
+    domain a TypeError from infer too; a second review: a node's domain a TypeError, a dim
+    declared in a body onnx's ValueError. Each is now ModelLoadError (an exit code, nothing written)."""
     text = _CORRUPT_STRINGS[where] or _CORRUPT_STRINGS["node name"]
     m = parser.parse_model(text)
     if where == "node name":
         m.graph.node[0].name = "nZZ"
     if where == "doc string":
         m.doc_string = "dZZ"
+    if where == "node domain":  # (with another node: their ops were sorted, str against bytes)
+        m.graph.node[0].domain = "ZZdomain"
     path = tmp_path / "m.onnx"
     path.write_bytes(m.SerializeToString().replace(b"ZZ", b"\xff\xfe"))
     code, out, written = _run(capsys, "optimize", path, tmp_path)

@@ -15,6 +15,7 @@ from typing import Optional
 
 from onnx import AttributeProto, ModelProto, TensorProto
 
+from ..errors import ModelLoadError
 from .passes.constant_folding import movable_value, take_value
 
 _SUBGRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
@@ -113,10 +114,23 @@ def _imported(graph) -> tuple:
 
     stack = [graph, *getattr(graph, "functions", ())]
     while stack:  # (every node's attributes, the bodies' and functions' too: see _own_values)
-        for node in stack.pop().nodes:
+        g = stack.pop()
+        _check_dims(g.inputs, g.outputs)
+        for node in g.nodes:
             _own_values(gs, node.attrs)
+            _check_dims(node.inputs, node.outputs)
             stack.extend(v for v in node.attrs.values() if isinstance(v, gs.Graph))
     return graph, list(graph.tensors().values()), None
+
+
+def _check_dims(*groups) -> None:
+    """A declared dim that is not valid UTF-8 (a body's: the main graph's are read by inference)
+    reads as bytes: an error naming it, not onnx's ValueError at export."""
+    for group in groups:
+        for t in group:
+            for d in getattr(t, "shape", None) or ():
+                if type(d) is bytes:
+                    raise ModelLoadError(f"the dim {d!r} of {t.name!r} is not valid UTF-8; the file is corrupt")
 
 
 def _own_values(gs, attrs) -> None:

@@ -99,6 +99,8 @@ def model_stats(model: ModelProto) -> dict:
                 shaped.append(inputs[1])
     ops = Counter()
     for (domain, op), c in by_op.items():
+        if type(op) is not str or type(domain) is not str:  # (protobuf hands such a string over as bytes)
+            raise ModelLoadError(f"the op {domain!r}.{op!r} is not valid UTF-8; the file is corrupt")
         ops[op] += c
     stats = {"nodes": len(model.graph.node)}
     stats.update({op: ops.get(op, 0) for op in COUNTED_OPS})
