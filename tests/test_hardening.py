@@ -578,3 +578,25 @@ def test_explain_says_why_a_reshape_by_a_huge_empty_tensor_stays():
     report = shapeinfer.OptimizeReport()
     shapeinfer.optimize(m, report=report)
     assert [(op, why.split(":")[0]) for _, op, why in report.kept] == [("Reshape", "left as it is")]
+
+
+@pytest.mark.parametrize("nodes", [["y = Add (x, sp)"], ["y = Add (sp, sp)"], ["s2 = Identity (sp)", "y = Add (s2, x)"],
+                                   ["s = Shape (sp)", "sf = Cast <to = 1> (s)", "y = Add (x, sf)"]])
+def test_a_sparse_initializer_is_optimised_around(nodes):
+    """A second review: dedupe read a sparse initializer's TensorProto fields (ValueError from
+    protobuf, exit 2 from the CLI). The result must run as the original does."""
+    import onnxruntime as ort
+
+    sp = helper.make_sparse_tensor(helper.make_tensor("sp", TensorProto.FLOAT, [1], [1.5]),
+                                   helper.make_tensor("spi", TensorProto.INT64, [1], [0]), [3])
+    body = [parser.parse_node(n) for n in nodes]
+    g = helper.make_graph(body, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], sparse_initializer=[sp])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    out = shapeinfer.optimize(m)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    feeds = {"x": np.arange(3, dtype=np.float32)}
+    a, b = (ort.InferenceSession(x.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+            for x in (m, out))
+    assert a.tobytes() == b.tobytes()

@@ -53,6 +53,8 @@ def _value_key(t):
     if int(np.prod(t.shape)) > SMALL:
         return False
     proto = getattr(t._values, "tensor", None)  # (a LazyValues: the TensorProto itself)
+    if isinstance(proto, onnx.SparseTensorProto):
+        return False  # (a sparse initializer: left as it is)
     if proto is not None and proto.HasField("raw_data") and proto.data_type in _RAW_AS_ARRAY \
             and proto.data_location != onnx.TensorProto.EXTERNAL:
         # the little-endian raw bytes are the array's bytes: the same key, without converting
