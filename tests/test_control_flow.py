@@ -371,3 +371,44 @@ def test_optimize_in_threads_leaves_the_models_given_as_they_were():
     finally:
         sys.setswitchinterval(interval)
     assert bad == [] and [m.SerializeToString() for m in models] == before
+
+
+def test_a_call_keeps_its_overload():
+    """A second review: onnx-graphsurgeon drops NodeProto.overload (IR 10), so the optimised model
+    called a function that does not exist (onnxruntime refused it). Two overloads of one name,
+    called from the main graph and from an If branch."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    ort = pytest.importorskip("onnxruntime")
+    fns = []
+    for overload, op in (("v1", "Relu"), ("v2", "Neg")):
+        fn = helper.make_function("my.dom", "F", ["a"], ["b"], [helper.make_node(op, ["a"], ["b"])], [helper.make_opsetid("", 17)])
+        fn.overload = overload
+        fns.append(fn)
+
+    def call(overload, x, y):
+        n = helper.make_node("F", [x], [y], domain="my.dom")
+        n.overload = overload
+        return n
+
+    then_g = helper.make_graph([call("v2", "x", "t")], "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([call("v1", "x", "e")], "else", [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    g = helper.make_graph([call("v1", "x", "y1"), call("v2", "x", "y2"),
+                           helper.make_node("If", ["c"], ["y3"], then_branch=then_g, else_branch=else_g)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"]),
+                           helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N"]) for n in ("y1", "y2", "y3")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.dom", 1)],
+                          ir_version=10, functions=fns)
+    out = shapeinfer.optimize(m)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    original, optimised = (ort.InferenceSession(x.SerializeToString(), so, providers=["CPUExecutionProvider"])
+                           for x in (m, out))
+    for n in (0, 1, 3):
+        for c in (True, False):
+            feeds = {"x": np.linspace(-1, 1, n).astype(np.float32), "c": np.array(c)}
+            a, b = original.run(None, feeds), optimised.run(None, feeds)
+            assert [x.tobytes() for x in a] == [x.tobytes() for x in b]
+    assert onnx.checker.check_model(out) is None

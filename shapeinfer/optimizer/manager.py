@@ -289,6 +289,10 @@ class PassManager:
         graph, tensors, pairs = import_model(gs, src, self.fold_budget if moving else None, io)
         imported = (list(_all_nodes(gs, graph)), tensors)  # (see _release)
         empty_lists = _empty_list_attributes(gs, src.graph, graph, pairs)
+        # a call's overload (IR 10: which of the model's functions of one name it calls), which
+        # onnx-graphsurgeon drops: id(node) -> overload, written back after the export
+        overloads = {id(gn): pn.overload for pn, gn in (pairs if pairs is not None else _node_pairs(gs, src.graph, graph))
+                     if pn.overload} if any(f.overload for f in src.functions) else {}
         overridable = _keep_overridable_inputs(gs, graph, src)
         # One inference serves every round: no pass changes the shape or value of a tensor that
         # stays in the graph (folding keeps values, bypasses read an equal tensor), and the
@@ -315,6 +319,10 @@ class PassManager:
         self._say("exporting")
         current = _copy_model_meta(src, _export(gs, graph, empty_lists, _other_types(src.graph)),
                                    subgraphs=pairs is None)  # (the importer builds graphs without subgraphs only)
+        if overloads:
+            for pn, gn in _node_pairs(gs, current.graph, graph):
+                if id(gn) in overloads:
+                    pn.overload = overloads[id(gn)]
         _release(gs, graph, imported)
         if overridable:  # their defaults, as the model had them
             current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
