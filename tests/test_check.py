@@ -348,3 +348,41 @@ def test_text_report_ends_with_one_summary_line_per_model():
     assert res.exit_code == 0 and not any(line.startswith("hint:") for line in lines)
     assert [line.split(": ")[0] for line in lines[-2:]] == paths
     assert all(" -- 0 error(s), " in line for line in lines[-2:])
+
+
+@pytest.mark.parametrize("where", ["main graph", "loop body"])
+def test_nodes_out_of_order_are_a_warning_in_the_main_graph_and_an_error_in_a_body(where):
+    """onnxruntime sorts the main graph's nodes and loads the model; a body's it does not sort: it
+    refuses the model (a second review found check saying "onnxruntime sorts them" of a body)."""
+    import onnxruntime as ort
+
+    m = parser.parse_model('<ir_version: 8, opset_import: ["" : 17]>\n' + """g (float[N] x, int64 trip) => (float[N] out) {
+      cond = Constant <value = bool {1}> ()
+      out = Loop (trip, cond, x) <body = b (int64 i, bool ci, float[N] v) => (bool co, float[N] vo) {
+          co = Identity (ci)
+          w = Neg (v)
+          vo = Add (w, v)
+      }>
+    }""")
+    nodes = (m.graph if where == "main graph" else m.graph.node[1].attribute[0].g).node
+    first = onnx.NodeProto()
+    first.CopyFrom(nodes[-2] if where == "loop body" else nodes[0])
+    if where == "loop body":  # w = Neg(v) after vo = Add(w, v)
+        last = onnx.NodeProto()
+        last.CopyFrom(nodes[-1])
+        del nodes[-2:]
+        nodes.extend([last, first])
+    else:  # the Loop before the Constant it reads
+        del nodes[0]
+        nodes.append(first)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        loads = True
+    except Exception:  # noqa: BLE001 - whether it loads is the judge
+        loads = False
+    report = check(m)
+    assert loads == (where == "main graph")
+    assert "unsorted-nodes" in _codes(report, "warning" if loads else "error"), report.findings
+    assert report.exit_code == (0 if loads else 1)

@@ -54,7 +54,7 @@ from ..symbolic.search import binding_str, counterexample, holds, relevant
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
 from .render import render_json, render_junit, render_text
 from .shapes import broadcast_condition, declared_shapes, per_node
-from .tolerances import graphs_of, runtime_op_nodes, tolerated
+from .tolerances import graphs_of, runtime_op_nodes, tolerated, unsorted_body
 
 __all__ = ["CheckReport", "Finding", "check", "check_many", "exit_code", "render_json", "render_junit", "render_text"]
 
@@ -161,6 +161,10 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
                 return  # onnxruntime refuses it too: the type check would add nothing
             seen.add(text)
             tolerance, match = found
+            if tolerance.code == "unsorted-nodes" and unsorted_body(model):
+                report.add(ERROR, "unsorted-nodes", "the nodes of an If/Loop/Scan body are not in topological order: "
+                           "onnxruntime sorts the main graph's nodes only, and refuses the model")
+                return
             where = runtime_op_nodes(model, match) if tolerance.code == "runtime-op" else [("", "")]
             for node, op in where:  # an op only onnxruntime runs: one warning per node using it
                 report.add(WARNING, tolerance.code, tolerance.explain(match), node, op)

@@ -7,7 +7,7 @@ first complaint, so each tolerated complaint is reported, its cause fixed in a c
 (:func:`Tolerance.fix`), and the checker run again -- a real error after it is still found.
 
 Measured with onnxruntime 1.31 (tests/test_check_tolerances.py keeps each rule honest):
-- nodes out of topological order: onnxruntime sorts them;
+- nodes out of topological order: onnxruntime sorts them (the main graph's; a body's it refuses);
 - a graph input, output or value_info without a type, or a tensor type without a shape;
 - onnxruntime's own ops saved in the default domain: SimplifiedLayerNormalization (its session
   optimizer writes it there), and LayerNormalization before opset 17 (its old contrib op);
@@ -54,6 +54,17 @@ def graphs_of(model: ModelProto) -> list:
                     stack.append((a.g, False))
                 stack.extend((g, False) for g in a.graphs)
     return out
+
+
+def unsorted_body(model: ModelProto) -> bool:
+    """Whether the nodes of some If/Loop/Scan body are out of topological order (onnxruntime
+    sorts the main graph's nodes, not a body's: it refuses such a model)."""
+    from ..graph.structure import topological_order
+
+    for graph in graphs_of(model):
+        if graph is not model.graph and any(a is not b for a, b in zip(topological_order(list(graph.node)), graph.node)):
+            return True
+    return False
 
 
 def _sort_graphs(model: ModelProto, match, facts) -> bool:
