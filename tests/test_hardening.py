@@ -550,6 +550,23 @@ def test_no_bypass_hands_a_reader_a_constant_onnxruntime_refuses(case):
     assert _session_error(shapeinfer.optimize(m)) is None
 
 
+def test_an_input_fixed_to_a_dim_past_int32_is_written_unknown():
+    """A second review: with input_shapes={"c": [2**40, 0]} the written input declared the dim and
+    onnxruntime refused the Split of it; inference still knows it."""
+    m = parser.parse_model(H + """g (int64[N,0] c) => (int64[?,?] a, int64[?,?] b)
+        <int64[2] split = {549755813888, 549755813888}> {
+      a, b = Split <axis = 0> (c, split)
+    }""")
+    assert _session_error(m) is None
+    fixed = {"c": [2**40, 0]}
+    assert shapeinfer.infer(m, input_shapes=fixed).shape("a") == (2**39, 0)
+    for out in (shapeinfer.infer_shapes(m, input_shapes=fixed), shapeinfer.optimize(m, input_shapes=fixed),
+                shapeinfer.optimize(m, input_shapes=fixed, write_shapes=False)):
+        dims = out.graph.input[0].type.tensor_type.shape.dim
+        assert dims[0].WhichOneof("value") != "dim_value" and dims[1].dim_value == 0  # (unknown, or a name)
+        assert _session_error(out) is None
+
+
 def test_written_shapes_leave_a_dim_past_int32_unknown():
     m = parser.parse_model(H + """g (float[2] x) => (int64[?,?] a, int64[?,?] b) <int64[1] big = {1099511627776},
         int64[1] zero = {0}, int64[2] split = {549755813888, 549755813888}> {

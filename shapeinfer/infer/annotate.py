@@ -15,7 +15,7 @@ from .protos import clear_negative_dims, fill_shape_proto, mark_written_by_shape
 from .result import InferenceResult
 
 
-def _loadable(shape):
+def loadable_shape(shape):
     """``shape`` as it is written into a model: a static dim past LOAD_SAFE_DIM unknown (None),
     so that onnxruntime's load-time inference never reads one (see shapeinfer/semantics.py)."""
     if shape is None or not any(type(d) is int and d > LOAD_SAFE_DIM for d in shape):
@@ -25,7 +25,7 @@ def _loadable(shape):
 
 def _loadable_type(tp: TypeProto) -> TypeProto:
     """A sequence's or optional's type as it is written: ``tp``, or a copy whose dims past
-    LOAD_SAFE_DIM are unknown (as _loadable does for a tensor's). (Such types are few.)"""
+    LOAD_SAFE_DIM are unknown (as loadable_shape does for a tensor's). (Such types are few.)"""
     out = TypeProto()
     out.CopyFrom(tp)
     cleared, stack = False, [out]
@@ -51,7 +51,7 @@ def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set, 
     result.declared_dims()). Where ours is unknown the author's dim stays: a size, a name of the
     graph inputs' dims that reads as itself in the printed syntax (``batch``, not ``1``), or
     another name that stands for one dim only (``kept``, see _consistent_names). A dim past
-    LOAD_SAFE_DIM is left unknown, the author's too (``_loadable``)."""
+    LOAD_SAFE_DIM is left unknown, the author's too (``loadable_shape``)."""
     if type(ours) is int and ours > LOAD_SAFE_DIM or dim_proto.dim_value > LOAD_SAFE_DIM:
         dim_proto.Clear()
         return
@@ -85,7 +85,7 @@ def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declar
         return
     tt.ClearField("shape")
     tt.shape.SetInParent()
-    fill_shape_proto(tt.shape, _loadable(fact.shape))
+    fill_shape_proto(tt.shape, loadable_shape(fact.shape))
 
 
 def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
@@ -133,7 +133,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
                 and fact.shape is not None:
             vi.type.tensor_type.ClearField("shape")
             vi.type.tensor_type.shape.SetInParent()
-            fill_shape_proto(vi.type.tensor_type.shape, fact.shape)
+            fill_shape_proto(vi.type.tensor_type.shape, loadable_shape(fact.shape))
     outputs = {o.name: o for o in g.output}
     existing = {vi.name: vi for vi in g.value_info}
     known_elsewhere = {i.name for i in g.input} | {t.name for t in g.initializer}
@@ -160,11 +160,11 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
             elif fact.dtype:
                 kid = fact.kid
                 if kid is None:
-                    appended.append(tensor_value_info(name, fact.dtype, _loadable(fact.shape)))
+                    appended.append(tensor_value_info(name, fact.dtype, loadable_shape(fact.shape)))
                 else:
                     tb = by_kid.get(kid)
                     if tb is None:
-                        tb = by_kid[kid] = type_bytes(fact.dtype, _loadable(fact.shape))
+                        tb = by_kid[kid] = type_bytes(fact.dtype, loadable_shape(fact.shape))
                     appended.append(tensor_value_info(name, fact.dtype, fact.shape, tb))
             continue
         _write_type(vi.type, fact, result, not input_shapes, input_names, kept)

@@ -427,7 +427,9 @@ def _sorted_nodes(graph) -> None:
 
 
 def _fixed_inputs(graph, facts, fixed: dict) -> None:
-    """Write the input shapes the caller fixed into the graph's inputs."""
+    """Write the input shapes the caller fixed into the graph's inputs (a dim past 2**31-1 as
+    unknown: annotate.loadable_shape)."""
+    from ..infer.annotate import loadable_shape
     from ..infer.protos import fill_shape_proto
 
     for vi in graph.input:
@@ -435,7 +437,7 @@ def _fixed_inputs(graph, facts, fixed: dict) -> None:
         if fact is not None and fact.shape is not None:
             vi.type.tensor_type.ClearField("shape")
             vi.type.tensor_type.shape.SetInParent()
-            fill_shape_proto(vi.type.tensor_type.shape, fact.shape)
+            fill_shape_proto(vi.type.tensor_type.shape, loadable_shape(fact.shape))
 
 
 def _node_pairs(gs, proto_graph, gs_graph):
