@@ -314,8 +314,10 @@ class PassManager:
                           huge=huge_tensors(facts.facts),
                           # the names in use, for unique_name (graph.tensors() would walk every node)
                           _names={t.name for t in tensors})
-        declined, not_folded = self._rounds(ctx, report)
-        remove_dead_nodes(graph)
+        declined, not_folded, clean = self._rounds(ctx, report)
+        if not clean:
+            remove_dead_nodes(graph)
+        ordered = _in_order(gs, graph, bodies=pairs is None)  # (read on the graph: no protobuf reads)
         self._say("exporting")
         current = _copy_model_meta(src, _export(gs, graph, empty_lists, _other_types(src.graph)),
                                    subgraphs=pairs is None)  # (the importer builds graphs without subgraphs only)
@@ -326,8 +328,9 @@ class PassManager:
         _release(gs, graph, imported)
         if overridable:  # their defaults, as the model had them
             current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
-        _outputs_made_by_nodes(current.graph, src, opsets.get("", 0))
-        _sorted_nodes(current.graph)
+        _outputs_made_by_nodes(current.graph, src, opsets.get("", 0))  # (Constant nodes, first: in order)
+        if not ordered:
+            _sorted_nodes(current.graph)
         if src.ir_version < 4 and any(t.name not in {i.name for i in current.graph.input} for t in current.graph.initializer):
             # Before IR 4 every initializer is also an input the caller may override: constants
             # folding made need IR 4 (the first to have constant initializers; the model's own
@@ -360,8 +363,9 @@ class PassManager:
         return current
 
     def _rounds(self, ctx: PassContext, report: OptimizeReport) -> tuple:
-        """Run the passes until a round changes nothing; the declines of the last round, and
-        the nodes fold-constants left (with why).
+        """Run the passes until a round changes nothing; the declines of the last round, the
+        nodes fold-constants left (with why), and whether the graph holds no dead node (dead
+        nodes were dropped after the last edit).
 
         A pass whose last run changed nothing, with no change by any pass since it started, is
         not run again: on the same graph it would decide the same (the facts never change), so
@@ -374,6 +378,7 @@ class PassManager:
         renames come after every rewrite that needs none (see PassContext.rename_outputs)."""
         declined, not_folded = [], []
         total = 0  # changes made so far, by every pass
+        cleaned = None  # ``total`` when dead nodes were last dropped
         last: dict = {}  # pass name -> (total when it started, its PassResult, it found a rename waiting)
         for round_no in range(1, self.max_rounds + 1):
             report.rounds = round_no
@@ -406,7 +411,8 @@ class PassManager:
                 last.clear()  # renames allowed: every pass decides anew
             elif DROP_DEAD:
                 remove_dead_nodes(ctx.graph)
-        return declined, not_folded
+                cleaned = total
+        return declined, not_folded, cleaned == total
 
 
 _LIST_TYPES = frozenset({AttributeProto.INTS, AttributeProto.FLOATS, AttributeProto.STRINGS, AttributeProto.TENSORS,
@@ -424,6 +430,28 @@ def _sorted_nodes(graph) -> None:
         copy.CopyFrom(n)
     del graph.node[:]
     graph.node.extend(ordered)
+
+
+def _in_order(gs, graph, bodies: bool) -> bool:
+    """Whether every node of the main graph comes after the producers of what it reads (with
+    ``bodies``, of what its subgraphs read from outside too). The model is sorted before the
+    import and the passes keep that order; this checks it, without reading the exported nodes."""
+    from ..fold.folder import outer_variables
+
+    seen: set = set()
+    add = seen.add
+    for node in graph.nodes:
+        for t in node.inputs:
+            for p in t.inputs:
+                if id(p) not in seen:
+                    return False
+        if bodies and any(isinstance(v, gs.Graph) for v in node.attrs.values()):
+            for t in outer_variables(node):
+                for p in t.inputs:
+                    if id(p) not in seen:
+                        return False
+        add(id(node))
+    return True
 
 
 def _fixed_inputs(graph, facts, fixed: dict) -> None:

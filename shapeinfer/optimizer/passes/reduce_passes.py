@@ -5,10 +5,11 @@
   Expand/Tile, and every reduced axis is empty exactly when the input's is (the same dim, or one
   provably at least 1): along the reduced axes the copies hold no new values, so max and min are
   the same. (Expand of [A,1] to [A,0], or Tile by 0, empties an axis: the reduction of nothing
-  is the op's identity, -inf for ReduceMax, where the input would give its values.) For floats
-  only where each reduced axis of the input has size 1 (every copy the same value):
-  onnxruntime's max/min of values with a NaN depends on the order it reads them in (min(1, NaN)
-  is 1 there, min(NaN, 1) NaN), and the copies change that order.
+  is the op's identity, -inf for ReduceMax, where the input would give its values.) Not for
+  floats: onnxruntime's max/min of values with a NaN depends on the order it reads them in
+  (min(1, NaN) is 1 there, min(NaN, 1) NaN), and the copies change that order; and even copies of
+  one NaN reduce to another NaN than the NaN alone in NumPy (onnx.reference: the canonical NaN
+  for two or more elements, the element's own bits for one -- adversarial seed 47084).
 - ``reduce-size-one``: ReduceMax/ReduceMin/ReduceProd over axes that are all provably of size 1
   keep the element itself: removed with ``keepdims=1``, a Squeeze with ``keepdims=0``.
   (Sum and Mean are left alone: adding to 0 turns -0.0 into +0.0.) Removed with a graph
@@ -81,9 +82,10 @@ class ReduceBroadcastPass(RewritePass):
             return Decline(f"reads {copy.op} {copy.name}, which changes a dim it does not reduce")
         if any(a[i] != b[i] and not (isinstance(b[i], int) and b[i] >= 1 or provably_positive(b[i])) for i in axes):
             return Decline(f"reads {copy.op} {copy.name}, whose copies may empty a reduced axis")
-        if _may_hold_nan(ctx, copy.inputs[0]) and any(a[i] != 1 for i in axes):
-            return Decline(f"reads {copy.op} {copy.name} of floats, with more than one value to reduce: "
-                           "onnxruntime's max/min with a NaN depends on the order it reads them in")
+        if _may_hold_nan(ctx, copy.inputs[0]):
+            return Decline(f"reads {copy.op} {copy.name} of floats: the max/min of values with a NaN depends "
+                           "on the runtime (the order onnxruntime reads them in; NumPy's, onnx.reference's, "
+                           "gives a NaN of other bits for copies of one NaN than for the NaN alone)")
         return Match(copy=copy)
 
     def rewrite(self, ctx, node, match) -> str:
