@@ -72,6 +72,10 @@ class ReduceBroadcastPass(RewritePass):
         if len(src.inputs) != 1 or ctx.op(src.inputs[0]) not in ("Expand", "Tile"):
             return NO_MATCH
         copy = src.inputs[0]
+        if _may_hold_nan(ctx, copy.inputs[0]):
+            return Decline(f"reads {copy.op} {copy.name} of floats: the max/min of values with a NaN depends "
+                           "on the runtime (the order onnxruntime reads them in; NumPy's, onnx.reference's, "
+                           "gives a NaN of other bits for copies of one NaN than for the NaN alone)")
         a, b = ctx.shape(copy.inputs[0]), ctx.shape(src)
         if a is None or b is None or len(a) != len(b):
             return NO_MATCH
@@ -82,10 +86,6 @@ class ReduceBroadcastPass(RewritePass):
             return Decline(f"reads {copy.op} {copy.name}, which changes a dim it does not reduce")
         if any(a[i] != b[i] and not (isinstance(b[i], int) and b[i] >= 1 or provably_positive(b[i])) for i in axes):
             return Decline(f"reads {copy.op} {copy.name}, whose copies may empty a reduced axis")
-        if _may_hold_nan(ctx, copy.inputs[0]):
-            return Decline(f"reads {copy.op} {copy.name} of floats: the max/min of values with a NaN depends "
-                           "on the runtime (the order onnxruntime reads them in; NumPy's, onnx.reference's, "
-                           "gives a NaN of other bits for copies of one NaN than for the NaN alone)")
         return Match(copy=copy)
 
     def rewrite(self, ctx, node, match) -> str:
