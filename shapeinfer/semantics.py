@@ -46,6 +46,20 @@ INT_RANGES = {
 # and written shapes (value_info, graph outputs) leave such a dim unknown.
 LOAD_SAFE_DIM = 2**31 - 1
 
+
+def shape_loads(shape) -> bool:
+    """Whether onnxruntime's load-time inference may see ``shape`` (ints and symbols): no static
+    dim past LOAD_SAFE_DIM, and the static dims other than 0 multiply to at most INT64_MAX (onnx
+    multiplies a Reshape's input dims in order, checked, before it meets a 0). A tensor whose
+    shape fails this is empty or could not exist."""
+    total = 1
+    for d in shape:
+        if d.__class__ is int and d:
+            if d > LOAD_SAFE_DIM:
+                return False
+            total *= d
+    return total <= 2**63 - 1
+
 # Ends that onnxruntime reads as "to the beginning" when the step is negative.
 RUNTIME_SPECIAL_ENDS = frozenset({2**31 - 1, 2**63 - 1})
 

@@ -617,3 +617,51 @@ def test_a_sparse_initializer_is_optimised_around(nodes):
     a, b = (ort.InferenceSession(x.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
             for x in (m, out))
     assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("options", [{}, {"write_shapes": False}, {"passes": "dedupe"}])
+def test_no_static_shape_whose_dims_multiply_past_int64_is_shown_to_onnxruntime(options):
+    """A third review: Expand to a computed [B,B,B,0] (B = 2**31-1) holds nothing; folding its
+    shape, or writing e's value_info, let onnxruntime's load-time inference multiply B*B*B for
+    the Reshape after it ("Dimension product overflow") where the original loads."""
+    m = parser.parse_model(H + """g (float[1,7] x) => (float[?,7] y) <int64[3] b = {2147483647, 2147483647, 2147483647},
+        int64[1] z = {0}, float one = {1}, int64[2] rs = {-1, 7}> {
+      s = Concat <axis = 0> (b, z)
+      e = Expand (one, s)
+      r = Reshape (e, rs)
+      y = Add (r, x)
+    }""")
+    assert _session_error(m) is None
+    assert _session_error(shapeinfer.optimize(m, **options)) is None
+    assert _session_error(shapeinfer.infer_shapes(m)) is None
+
+
+def test_no_bypass_hands_a_div_the_zero_of_a_constant_node():
+    """A third review: a Constant node over the fold budget stays a node, and onnxruntime reads
+    its output as an initializer: bypassing the Identity after it gave Div a constant 0."""
+    values = ", ".join(str(k % 5) for k in range(3000))  # (holds zeros)
+    m = parser.parse_model(H + f"""g (int64[3000] x) => (int64[3000] y) {{
+      c = Constant <value = int64[3000] {{{values}}}> ()
+      d = Identity (c)
+      y = Div (x, d)
+    }}""")
+    assert _session_error(m) is None
+    for options in ({}, {"passes": "remove-identity"}, {"fold_budget": 0}):
+        assert _session_error(shapeinfer.optimize(m, **options)) is None
+
+
+def test_optimize_adds_no_opset_import_to_the_model_given():
+    """A third review: onnx-graphsurgeon keeps the model's (and each function's) own opset_import
+    field and its export appends the domains it finds missing -- to the caller's model."""
+    F = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("Neg", ["a"], ["b"])],
+                             [helper.make_opsetid("", 17)])
+    G = helper.make_function("local", "G", ["a"], ["c"], [helper.make_node("Identity", ["a"], ["b"]),
+                                                          helper.make_node("F", ["b"], ["c"], domain="local")],
+                             [helper.make_opsetid("", 17)])
+    g = helper.make_graph([helper.make_node("G", ["x"], ["y"], domain="local")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N"])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)], functions=[F, G])
+    before = m.SerializeToString()
+    shapeinfer.optimize(m)
+    assert m.SerializeToString() == before

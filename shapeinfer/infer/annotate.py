@@ -8,7 +8,7 @@ from typing import Optional
 from onnx import ModelProto, TypeProto
 
 from ..modelio.wire import graph_patch, tensor_value_info, type_bytes
-from ..semantics import LOAD_SAFE_DIM
+from ..semantics import LOAD_SAFE_DIM, shape_loads
 from ..symbolic import NAME_RE, Dim, to_str
 from .facts import Fact
 from .protos import clear_negative_dims, fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
@@ -16,16 +16,17 @@ from .result import InferenceResult
 
 
 def loadable_shape(shape):
-    """``shape`` as it is written into a model: a static dim past LOAD_SAFE_DIM unknown (None),
-    so that onnxruntime's load-time inference never reads one (see shapeinfer/semantics.py)."""
-    if shape is None or not any(type(d) is int and d > LOAD_SAFE_DIM for d in shape):
+    """``shape`` as it is written into a model: where onnxruntime's load-time inference could
+    not take it (semantics.shape_loads: a static dim past LOAD_SAFE_DIM, static dims that multiply
+    past int64), its static dims above 1 unknown (None)."""
+    if shape is None or shape_loads(shape):
         return shape
-    return tuple(None if type(d) is int and d > LOAD_SAFE_DIM else d for d in shape)
+    return tuple(None if type(d) is int and d > 1 else d for d in shape)
 
 
 def _loadable_type(tp: TypeProto) -> TypeProto:
-    """A sequence's or optional's type as it is written: ``tp``, or a copy whose dims past
-    LOAD_SAFE_DIM are unknown (as loadable_shape does for a tensor's). (Such types are few.)"""
+    """A sequence's or optional's type as it is written: ``tp``, or a copy whose static dims are
+    unknown where onnxruntime could not take them (as loadable_shape does). (Such types are few.)"""
     out = TypeProto()
     out.CopyFrom(tp)
     cleared, stack = False, [out]
@@ -33,10 +34,12 @@ def _loadable_type(tp: TypeProto) -> TypeProto:
         t = stack.pop()
         kind = t.WhichOneof("value")
         if kind in ("tensor_type", "sparse_tensor_type"):
-            for d in getattr(t, kind).shape.dim:
-                if d.dim_value > LOAD_SAFE_DIM:
-                    d.Clear()
-                    cleared = True
+            dims = getattr(t, kind).shape.dim
+            if not shape_loads([d.dim_value for d in dims if d.HasField("dim_value")]):
+                for d in dims:
+                    if d.dim_value > 1:
+                        d.Clear()
+                        cleared = True
         elif kind in ("sequence_type", "optional_type"):
             stack.append(getattr(t, kind).elem_type)
         elif kind == "map_type":
@@ -79,7 +82,7 @@ def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declar
     if fact.shape is None:
         return
     declared = list(tt.shape.dim) if tt.HasField("shape") else None
-    if keep_declared and declared is not None and len(declared) == len(fact.shape):
+    if keep_declared and declared is not None and len(declared) == len(fact.shape) and shape_loads(fact.shape):
         for dim_proto, ours in zip(tt.shape.dim, fact.shape):
             _merge_dim(dim_proto, ours, result, input_names, kept)
         return

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Optional
 
-from onnx import AttributeProto, ModelProto, TensorProto
+from onnx import AttributeProto, ModelProto, OperatorSetIdProto, TensorProto
 
 from ..errors import ModelLoadError
 from .passes.constant_folding import movable_value, take_value
@@ -42,7 +42,7 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None, io
             if a.type in _SUBGRAPH_ATTRS:
                 return _imported(gs.import_onnx(model))
     opset = OnnxImporter.get_opset(model)
-    domains = OnnxImporter.get_import_domains(model)
+    domains = _own_domains(model.opset_import)
     import_tensor = OnnxImporter.import_tensor
     import_attributes = OnnxImporter.import_attributes
     Variable = gs.Variable
@@ -109,8 +109,23 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None, io
     return graph, list(tensors.values()), list(zip(built, made))
 
 
+def _own_domains(opset_import) -> list:
+    """Copies of the opset imports: onnx-graphsurgeon keeps the model's (or function's) own
+    repeated field and its export adds the domains it finds missing to it -- to the model given."""
+    out = []
+    for o in opset_import:
+        c = OperatorSetIdProto()
+        c.CopyFrom(o)
+        out.append(c)
+    return out
+
+
 def _imported(graph) -> tuple:
     import onnx_graphsurgeon as gs
+
+    graph.import_domains = _own_domains(graph.import_domains or ())
+    for f in getattr(graph, "functions", ()):
+        f.import_domains = _own_domains(f.import_domains or ())
 
     stack = [graph, *getattr(graph, "functions", ())]
     while stack:  # (every node's attributes, the bodies' and functions' too: see _own_values)

@@ -13,7 +13,7 @@ import numpy as np
 import onnx_graphsurgeon as gs
 
 from ...fold.folder import constant_array, constant_values, outer_variables
-from ...semantics import LOAD_SAFE_DIM
+from ...semantics import LOAD_SAFE_DIM, shape_loads
 
 __all__ = ["bypass", "bypass_refusal", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
            "constant_values", "huge_tensors", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses", "set_input",
@@ -114,21 +114,15 @@ def dims_load_safely(values) -> bool:
 
 
 def huge_tensors(facts: dict) -> frozenset:
-    """The names of the tensors inference knows a dim past LOAD_SAFE_DIM of (each is empty, or it
-    could not exist). The passes leave every node that reads or makes one as it is
+    """The names of the tensors inference knows a dim past LOAD_SAFE_DIM of, or static dims that
+    multiply past int64 (semantics.shape_loads; each is empty, or it could not exist). The passes leave every node that reads or makes one as it is
     (PassContext.nodes), and keep a value computed that would make a dim of one
     (unloadable_constant): a rewrite there -- a bypass, a reduction reading the Tile before it,
     a Reshape pair cancelled, a Tile's repeats folded -- can let onnxruntime's load-time
     inference see such a dim where it could not before, and onnx's inference miscounts such
     dims (Split then refuses a model that holds no element at all). ``facts``: name -> Fact, as
     inference gives them."""
-    huge = []
-    for name, f in facts.items():
-        for d in (f.shape or ()) if f is not None else ():
-            if d.__class__ is int and d > LOAD_SAFE_DIM:
-                huge.append(name)
-                break
-    return frozenset(huge)
+    return frozenset(name for name, f in facts.items() if f is not None and f.shape and not shape_loads(f.shape))
 
 
 def reshape_data_loads(ctx, data) -> bool:
@@ -223,8 +217,9 @@ def bypass_refusal(ctx, node, source) -> str:
     ``ctx.renames_waiting``). A constant ``source`` must be one its new readers may read as a
     constant (unloadable_constant: a Reshape shape, Tile repeats or Div divisor that onnxruntime
     would refuse at load, which it did not see while node stood between)."""
-    if isinstance(source, gs.Constant):
-        why = _constant_refusal(ctx, node.outputs[0], source)
+    held = _held_constant(source)
+    if held is not None:
+        why = _constant_refusal(ctx, node.outputs[0], held)
         if why:
             return why
     if node.outputs[0].name not in ctx.graph_outputs:
@@ -240,6 +235,19 @@ def bypass_refusal(ctx, node, source) -> str:
 
 # Readers whose constant input unloadable_constant judges by its values.
 _VALUE_READERS = frozenset(DIM_INPUTS) | {"Div", "Mod"}
+
+
+def _held_constant(tensor):
+    """The gs.Constant ``tensor`` is, or the one a Constant node making it holds (onnxruntime
+    reads a Constant node's output as an initializer when it loads a model), else None."""
+    if isinstance(tensor, gs.Constant):
+        return tensor
+    if len(tensor.inputs) == 1:
+        maker = tensor.inputs[0]
+        if maker.op == "Constant" and (maker.domain or "") in ("", "ai.onnx"):
+            value = maker.attrs.get("value")
+            return value if isinstance(value, gs.Constant) else None
+    return None
 
 
 def _constant_refusal(ctx, out, source) -> str:
