@@ -86,6 +86,9 @@ def _resize(ctx, data, scales, sizes, axes=None, policy="stretch"):
     if scales is not None:
         if len(scales) != len(axes):
             raise ctx.error(f"scales has {len(scales)} entries for {len(axes)} axes")
+        bad = [sc for sc in scales if isinstance(sc, (int, float)) and not sc > 0]
+        if bad:  # ("It takes value greater than 0"; onnxruntime refuses it when it loads the model)
+            raise ctx.error(f"scales {list(scales)} hold {bad[0]}: every scale must be greater than 0")
         for a, sc in zip(axes, scales):
             out[a] = _scaled(ctx, out[a], sc)
         return [Fact(dtype=data.dtype, shape=tuple(out))]

@@ -292,8 +292,10 @@ def _slice(ctx, starts, ends, axes, steps):
     out = list(data.shape)
     index = [slice(None)] * r
     concrete = data.value is not None
-    for s, e, a, k in zip(starts, ends, axes, steps):
-        a = normalize_axis(ctx, a, r)
+    named = [normalize_axis(ctx, a, r) for a in axes]
+    if len(set(named)) != len(named):  # ("an axis may not be repeated"; onnxruntime refuses it at load)
+        raise ctx.error(f"axes {list(axes)} name an axis twice")
+    for s, e, a, k in zip(starts, ends, named, steps):
         if k == 0:
             raise ctx.error("a slice step is 0")
         n = slice_len(data.shape[a], s, e, k) if s is not None and e is not None else None
@@ -636,6 +638,11 @@ def split(ctx):
             sizes = [truediv(d, n)] * n
     if len(sizes) != n:
         raise ctx.error(f"split has {len(sizes)} sizes for {n} outputs")
+    if all(type(v) is int for v in sizes):
+        if any(v < 0 for v in sizes):
+            raise ctx.error(f"split sizes {list(sizes)} hold a negative size")
+        if type(d) is int and sum(sizes) != d:
+            raise ctx.error(f"split sizes {list(sizes)} sum to {sum(sizes)}, not to the size {d} of axis {axis}")
     # a shape value split into its entries (onnxruntime's optimizer turns Gathers into a Split)
     cuts = None
     if data.value is not None and all(type(s) is int and s >= 0 for s in sizes) and sum(sizes) == data.value.shape[axis]:
