@@ -54,6 +54,12 @@ class NodeContext:
         """The fact of input i, or None when the input is absent or unknown."""
         return self.inputs[i] if i < len(self.inputs) else None
 
+    @property
+    def in_body(self) -> bool:
+        """Whether the node sits in a subgraph or a function body being walked (it may never run:
+        an If branch not taken, a Loop of no trips)."""
+        return self.engine.depth > 0
+
     def has_input(self, i: int) -> bool:
         return i < len(self.node.input) and self.node.input[i] != ""
 

@@ -534,6 +534,11 @@ class Engine:
                             "as onnxruntime does", kind="opset-implied", severity="info")
         return version
 
+    @property
+    def depth(self) -> int:
+        """How many function calls and subgraphs are being walked (0: the main graph)."""
+        return self._depth
+
     def _deeper(self, node, what: str) -> bool:
         """Whether walking one more body (a function call, a subgraph) stays within bounds; if
         not, the node's outputs stay unknown and a warning says why."""

@@ -88,9 +88,12 @@ def _resize(ctx, data, scales, sizes, axes=None, policy="stretch"):
             raise ctx.error(f"scales has {len(scales)} entries for {len(axes)} axes")
         bad = [sc for sc in scales if isinstance(sc, (int, float)) and not sc > 0]
         if bad:  # ("It takes value greater than 0"; onnxruntime refuses it when it loads the model)
-            raise ctx.error(f"scales {list(scales)} hold {bad[0]}: every scale must be greater than 0")
+            if ctx.in_body:  # (the node may never run: the dims it scales unknown)
+                scales = [sc if isinstance(sc, (int, float)) and sc > 0 else None for sc in scales]
+            else:
+                raise ctx.error(f"scales {list(scales)} hold {bad[0]}: every scale must be greater than 0")
         for a, sc in zip(axes, scales):
-            out[a] = _scaled(ctx, out[a], sc)
+            out[a] = _scaled(ctx, out[a], sc) if sc is not None else ctx.fresh()
         return [Fact(dtype=data.dtype, shape=tuple(out))]
     return [Fact(dtype=data.dtype, shape=tuple(ctx.fresh() if i in axes else d for i, d in enumerate(out)))]
 

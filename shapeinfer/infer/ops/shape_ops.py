@@ -294,6 +294,8 @@ def _slice(ctx, starts, ends, axes, steps):
     concrete = data.value is not None
     named = [normalize_axis(ctx, a, r) for a in axes]
     if len(set(named)) != len(named):  # ("an axis may not be repeated"; onnxruntime refuses it at load)
+        if ctx.in_body:  # (the node may never run: its output unknown)
+            return [Fact(dtype=data.dtype, shape=tuple(ctx.fresh() if i in named else d for i, d in enumerate(data.shape)))]
         raise ctx.error(f"axes {list(axes)} name an axis twice")
     for s, e, a, k in zip(starts, ends, named, steps):
         if k == 0:
@@ -619,14 +621,17 @@ def split(ctx):
     axis = normalize_axis(ctx, ctx.attr("axis", 0), r)
     d = data.shape[axis]
     n = len(ctx.node.output)
+    given = False  # sizes given (as an input whose value may be unknown)
     if ctx.version < 13:
         sizes = ctx.attr("split")
         sizes = list(sizes) if sizes else None
         if sizes is None and ctx.version < 2 and ctx.has_input(1):
-            sizes = value_entries(ctx.input(1))
+            sizes, given = value_entries(ctx.input(1)), True
     else:
-        sizes = value_entries(ctx.input(1)) if ctx.has_input(1) else None
-    if sizes is None:
+        sizes, given = (value_entries(ctx.input(1)), True) if ctx.has_input(1) else (None, False)
+    if sizes is None and given:  # sizes computed at run time: each part's dim along the axis unknown
+        sizes = [None] * n
+    elif sizes is None:
         if ctx.version >= 18 and ctx.attr("num_outputs") is not None:
             chunk = floordiv(add(d, n - 1), n)
             sizes = [chunk] * (n - 1) + [sub(d, mul(n - 1, chunk))]
@@ -638,11 +643,12 @@ def split(ctx):
             sizes = [truediv(d, n)] * n
     if len(sizes) != n:
         raise ctx.error(f"split has {len(sizes)} sizes for {n} outputs")
-    if all(type(v) is int for v in sizes):
-        if any(v < 0 for v in sizes):
-            raise ctx.error(f"split sizes {list(sizes)} hold a negative size")
-        if type(d) is int and sum(sizes) != d:
-            raise ctx.error(f"split sizes {list(sizes)} sum to {sum(sizes)}, not to the size {d} of axis {axis}")
+    if all(type(v) is int for v in sizes) and (any(v < 0 for v in sizes) or type(d) is int and sum(sizes) != d):
+        why = f"split sizes {list(sizes)} " + ("hold a negative size" if any(v < 0 for v in sizes)
+                                               else f"sum to {sum(sizes)}, not to the size {d} of axis {axis}")
+        if not ctx.in_body:  # (in a body the node may never run: its outputs unknown)
+            raise ctx.error(why)
+        sizes = [None] * n
     # a shape value split into its entries (onnxruntime's optimizer turns Gathers into a Split)
     cuts = None
     if data.value is not None and all(type(s) is int and s >= 0 for s in sizes) and sum(sizes) == data.value.shape[axis]:
