@@ -690,3 +690,35 @@ def test_an_input_that_breaks_the_ops_rule_is_an_error_not_a_model_that_does_not
             shapeinfer.infer(m)
         with pytest.raises(shapeinfer.ShapeInferenceError):
             shapeinfer.optimize(m)
+
+
+def test_a_constant_node_with_a_sparse_value_keeps_it():
+    """A fourth review: onnx-graphsurgeon skips a sparse_value attribute, so the optimised model
+    held `Constant ()`, which onnxruntime refuses. Two such Constants of different values (which
+    dedupe must not merge), one read from an If branch."""
+    import onnxruntime as ort
+
+    def sparse(name, at, value):
+        return helper.make_sparse_tensor(helper.make_tensor(name, TensorProto.FLOAT, [1], [value]),
+                                         helper.make_tensor(name + "_i", TensorProto.INT64, [1], [at]), [4])
+
+    then_g = helper.make_graph([helper.make_node("Add", ["x", "k2"], ["t"])], "t", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "e", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, [4])])
+    nodes = [helper.make_node("Constant", [], ["k1"], sparse_value=sparse("a", 2, 5.0)),
+             helper.make_node("Constant", [], ["k2"], sparse_value=sparse("b", 1, -3.0)),
+             helper.make_node("Add", ["x", "k1"], ["y1"]),
+             helper.make_node("If", ["c"], ["y2"], then_branch=then_g, else_branch=else_g)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                                       helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4]) for n in ("y1", "y2")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    out = shapeinfer.optimize(m)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    feeds = {"c": np.array(True), "x": np.zeros(4, np.float32)}
+    want, got = (ort.InferenceSession(x.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+                 for x in (m, out))
+    assert [w.tobytes() for w in want] == [g_.tobytes() for g_ in got]
+    assert want[1].tolist() == [0, -3, 0, 0]

@@ -30,7 +30,7 @@ from ..fold.folder import DEFAULT_BUDGET_BYTES
 from .importer import import_model
 from .passes import REGISTRY
 from .passes.base import PassContext
-from .passes.graph_ops import huge_tensors, remove_dead_nodes, replace_uses
+from .passes.graph_ops import HeldAttribute, huge_tensors, remove_dead_nodes, replace_uses
 from .run_facts import BoundedFacts, run_lows
 
 # The order matters for how many rounds a graph takes, not for what it ends as: the passes that
@@ -312,6 +312,7 @@ class PassManager:
                           ignore_signed_zero=self.ignore_signed_zero, fold_float_math=self.fold_float_math,
                           local_functions=frozenset((f.domain, f.name) for f in src.functions),
                           huge=huge_tensors(facts.facts),
+                          opaque=frozenset(k for k, held in empty_lists.items() if any(t is None for _, t in held)),
                           # the names in use, for unique_name (graph.tensors() would walk every node)
                           _names={t.name for t in tensors})
         declined, not_folded, clean = self._rounds(ctx, report)
@@ -484,13 +485,20 @@ def _node_pairs(gs, proto_graph, gs_graph):
 def _empty_list_attributes(gs, proto_graph, gs_graph, pairs=None) -> dict:
     """id(node) -> [(name, attribute type)] for the empty list attributes of the imported nodes:
     onnx-graphsurgeon keeps them as [] but cannot export them (the type of an empty list is
-    unknown to it). Passes see [] as before; _export writes them back with their type.
+    unknown to it). Passes see [] as before; _export writes them back with their type. An
+    attribute it skipped (a sparse tensor) becomes a HeldAttribute in the node's attrs, listed
+    with type None; _export writes it back as it was.
     ``pairs``: (NodeProto, gs.Node) as the importer built them (None: matched by position)."""
     out: dict = {}
     for pn, gn in pairs if pairs is not None else _node_pairs(gs, proto_graph, gs_graph):
         for a in pn.attribute:
-            if a.type in _LIST_TYPES and not a.ref_attr_name and gn.attrs.get(a.name) == []:
+            if a.ref_attr_name:
+                continue
+            if a.type in _LIST_TYPES and gn.attrs.get(a.name) == []:
                 out.setdefault(id(gn), []).append((a.name, a.type))
+            elif a.name not in gn.attrs:  # (one it skipped: a sparse tensor)
+                gn.attrs[a.name] = HeldAttribute(a)
+                out.setdefault(id(gn), []).append((a.name, None))
     return out
 
 
@@ -507,11 +515,15 @@ def _other_types(graph) -> bool:
 def _export(gs, graph, empty_lists: dict, other_types: bool = False):
     """The graph as a ModelProto, empty list attributes included (``other_types``: see
     _other_types)."""
-    held = []
+    held, kept = [], []
     if empty_lists:
         for node in _all_nodes(gs, graph):
-            for name, _ in empty_lists.get(id(node), ()):
-                if node.attrs.get(name) == []:
+            for name, kind in empty_lists.get(id(node), ()):
+                value = node.attrs.get(name)
+                if kind is None and isinstance(value, HeldAttribute):
+                    kept.append((node, name, value))
+                    del node.attrs[name]
+                elif value == []:
                     held.append((node, name))
                     del node.attrs[name]
     # onnx-graphsurgeon writes value infos of tensor, sequence and sparse types only (another,
@@ -527,8 +539,17 @@ def _export(gs, graph, empty_lists: dict, other_types: bool = False):
     finally:
         for node, name in held:
             node.attrs[name] = []
+        for node, name, value in kept:
+            node.attrs[name] = value
         for t, dtype in kept_dtypes:
             t.dtype = dtype
+    if kept:
+        values = {}
+        for node, name, value in kept:
+            values.setdefault(id(node), []).append(value)
+        for pn, gn in _node_pairs(gs, exported.graph, graph):
+            for value in values.get(id(gn), ()):
+                pn.attribute.append(value.proto)
     if held:
         kinds = {id(n): dict(empty_lists[id(n)]) for n, _ in held}
         names = {}

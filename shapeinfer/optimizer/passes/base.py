@@ -87,6 +87,7 @@ class PassContext:
     # tensors with a static dim past LOAD_SAFE_DIM (graph_ops.huge_tensors): nodes() skips their
     # readers and makers
     huge: frozenset = frozenset()
+    opaque: frozenset = frozenset()  # id() of nodes holding a graph_ops.HeldAttribute
     _names: Optional[set] = None  # names in use (the manager gives those of the import; else built once)
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
     memo: dict = field(default_factory=dict)  # per-run caches of the passes (keyed by pass)

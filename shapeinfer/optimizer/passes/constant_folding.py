@@ -247,6 +247,9 @@ class ConstantFoldingPass(Pass):
         return result
 
     def _visit(self, ctx, node, result) -> None:
+        if ctx.opaque and id(node) in ctx.opaque:
+            result.decline(node, "not folded: it holds an attribute kept as it is (a sparse tensor)")
+            return
         inputs = [None if t.is_empty() else t for t in node.inputs]
         if not ctx.op(node) and (node.domain or "") in ("", "ai.onnx"):
             result.decline(node, "not folded: a call of the model-local function " + node.op)

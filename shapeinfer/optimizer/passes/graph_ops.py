@@ -15,7 +15,7 @@ import onnx_graphsurgeon as gs
 from ...fold.folder import constant_array, constant_values, outer_variables
 from ...semantics import LOAD_SAFE_DIM, shape_loads
 
-__all__ = ["bypass", "bypass_refusal", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
+__all__ = ["HeldAttribute", "bypass", "bypass_refusal", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
            "constant_values", "huge_tensors", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses", "set_input",
            "shape_constant", "unloadable_constant"]
 
@@ -106,6 +106,27 @@ INT64_MAX = 2**63 - 1
 DIM_INPUTS = {"Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Pad": (1,), "Resize": (3,),
               "Range": (0, 1, 2), "OneHot": (1,), "TopK": (1,), "CenterCropPad": (1,), "Col2Im": (1, 2),
               "Split": (1,)}
+
+
+class HeldAttribute:
+    """An attribute onnx-graphsurgeon cannot hold (it skips a sparse tensor, ``sparse_value`` of
+    a Constant): kept in the node's attrs as its AttributeProto, which the export writes back.
+    To the passes it is an opaque value (dedupe tells two apart by their bytes; fold-constants
+    leaves such a node: PassContext.opaque)."""
+
+    __slots__ = ("proto", "_bytes")
+
+    def __init__(self, proto):
+        from onnx import AttributeProto
+
+        self.proto = AttributeProto()
+        self.proto.CopyFrom(proto)
+        self._bytes = self.proto.SerializeToString()
+
+    def __repr__(self) -> str:
+        import hashlib
+
+        return f"HeldAttribute({self.proto.name}, {hashlib.sha256(self._bytes).hexdigest()})"
 
 
 def dims_load_safely(values) -> bool:
