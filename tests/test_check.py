@@ -386,3 +386,22 @@ def test_nodes_out_of_order_are_a_warning_in_the_main_graph_and_an_error_in_a_bo
     assert loads == (where == "main graph")
     assert "unsorted-nodes" in _codes(report, "warning" if loads else "error"), report.findings
     assert report.exit_code == (0 if loads else 1)
+
+
+def test_a_call_of_a_local_function_the_model_does_not_define_is_an_error():
+    """A third review: check said ok (an unknown-op warning) of a model onnxruntime refuses: it
+    calls local.F, and the model's functions of domain 'local' hold only G."""
+    import onnxruntime as ort
+
+    G = helper.make_function("local", "G", ["a"], ["b"], [helper.make_node("Neg", ["a"], ["b"])],
+                             [helper.make_opsetid("", 17)])
+    g = helper.make_graph([helper.make_node("F", ["x"], ["y"], domain="local")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)], functions=[G])
+    with pytest.raises(Exception):
+        ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    report = check(m)
+    assert "undefined-function" in _codes(report, "error") and report.exit_code == 1, report.findings
+    m.graph.node[0].op_type = "G"  # (the function it defines: fine)
+    assert "undefined-function" not in _codes(check(m))

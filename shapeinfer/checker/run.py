@@ -34,6 +34,7 @@ With ``strict`` every warning counts as an error.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -78,6 +79,32 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, name: O
     return report
 
 
+@functools.lru_cache(maxsize=1)
+def _schema_domains() -> frozenset:
+    """The domains onnx's schema registry defines ops of (and onnxruntime's own)."""
+    return frozenset({s.domain for s in onnx.defs.get_all_schemas_with_history()} | {"", "ai.onnx", "com.microsoft"})
+
+
+def _undefined_local_calls(m: ModelProto) -> list:
+    """(node, where) for each call, in the graphs and the functions' bodies, of an op in a domain
+    that only the model's own functions define (no schema of onnx's registry has it), which none
+    of those functions is."""
+    defined = {(f.domain, f.name) for f in m.functions}
+    local = {d for d, _ in defined}
+    if not local:
+        return []
+    local -= _schema_domains()
+    if not local:
+        return []
+    found = []
+    bodies = [(g, "") for g in graphs_of(m)] + [(f, f" (in function {f.name})") for f in m.functions]
+    for g, where in bodies:
+        for n in g.node:
+            if n.domain in local and (n.domain, n.op_type) not in defined:
+                found.append((n, where))
+    return found
+
+
 def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     if path is not None:
         m = load_model(path)  # refuses unsafe or missing external data too
@@ -93,6 +120,10 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
         structural = True
     if structural and any(f.code == "not-a-dag" for f in report.findings):
         return  # no order to walk in
+    for node, where in _undefined_local_calls(m):
+        report.add(ERROR, "undefined-function", f"calls {node.domain}.{node.op_type}{where}, but the model's functions "
+                   f"of domain {node.domain!r} do not include it, and no operator set defines that domain: "
+                   "onnxruntime refuses the model", node.name, node.op_type)
     engine = Engine(m, assume_nonempty=assume_nonempty, base_dir=base_dir, keep_going=True)
     try:
         engine.run()
