@@ -140,16 +140,7 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
     # what the subgraphs of a node read from this graph must come before it too (onnxruntime
     # orders by these implicit inputs; an importer that follows the given order would not find them)
     deps = ins
-    with_graphs = []
-    for k, n in enumerate(nodes):
-        attrs = n.attribute
-        if not attrs:
-            continue
-        for a in attrs:
-            kind = a.type
-            if kind == _GRAPH or kind == _GRAPHS:
-                with_graphs.append(k)
-                break
+    with_graphs = [k for k, n in enumerate(nodes) if _has_subgraph(n)]
     for k in with_graphs:
         implicit = [i for i in implicit_inputs(nodes[k]) if producer.get(i, -1) >= 0]
         if implicit:
@@ -209,7 +200,14 @@ def find_cycle(nodes, ins, producer: dict) -> Optional[list]:
 
 
 def _has_subgraph(node) -> bool:
-    return any(a.type == _GRAPH or a.type == _GRAPHS for a in node.attribute)
+    """Whether one of node's attributes is a graph (a plain loop: it runs for every node)."""
+    attrs = node.attribute
+    if attrs:
+        for a in attrs:
+            kind = a.type
+            if kind == _GRAPH or kind == _GRAPHS:
+                return True
+    return False
 
 
 def implicit_inputs(node) -> list:
@@ -236,7 +234,7 @@ def _outer_reads(graph, enclosing: frozenset, found: dict) -> None:
         for i in n.input:
             if i and i not in local and i not in enclosing:
                 found.setdefault(i, None)
-        if n.attribute and _has_subgraph(n):
+        if _has_subgraph(n):
             inner = enclosing | local
             for a in n.attribute:
                 for g in ([a.g] if a.type == _GRAPH else a.graphs if a.type == _GRAPHS else ()):
@@ -248,7 +246,7 @@ def _outer_reads(graph, enclosing: frozenset, found: dict) -> None:
 
 def _reads(n) -> list:
     """What node n reads: its inputs, then what its subgraphs read from outside."""
-    if n.attribute and _has_subgraph(n):
+    if _has_subgraph(n):
         return list(n.input) + implicit_inputs(n)
     return n.input
 

@@ -55,7 +55,7 @@ def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set, 
     graph inputs' dims that reads as itself in the printed syntax (``batch``, not ``1``), or
     another name that stands for one dim only (``kept``, see _consistent_names). A dim past
     LOAD_SAFE_DIM is left unknown, the author's too (``loadable_shape``)."""
-    if type(ours) is int and ours > LOAD_SAFE_DIM or dim_proto.dim_value > LOAD_SAFE_DIM:
+    if dim_proto.dim_value > LOAD_SAFE_DIM:  # (ours never is: _write_type merges only shapes that load)
         dim_proto.Clear()
         return
     if dim_proto.dim_param:

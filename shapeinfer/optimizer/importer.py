@@ -35,12 +35,12 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None, io
 
     g = model.graph
     if model.functions or g.sparse_initializer:
-        return _imported(gs.import_onnx(model))
+        return _imported(gs, gs.import_onnx(model))
     nodes = g.node
     for n in nodes:
         for a in n.attribute:
             if a.type in _SUBGRAPH_ATTRS:
-                return _imported(gs.import_onnx(model))
+                return _imported(gs, gs.import_onnx(model))
     opset = OnnxImporter.get_opset(model)
     domains = _own_domains(model.opset_import)
     import_tensor = OnnxImporter.import_tensor
@@ -120,9 +120,7 @@ def _own_domains(opset_import) -> list:
     return out
 
 
-def _imported(graph) -> tuple:
-    import onnx_graphsurgeon as gs
-
+def _imported(gs, graph) -> tuple:
     graph.import_domains = _own_domains(graph.import_domains or ())
     for f in getattr(graph, "functions", ()):
         f.import_domains = _own_domains(f.import_domains or ())

@@ -288,7 +288,7 @@ class PassManager:
         moving = MOVE_CONSTANTS and any(p.name == "fold-constants" for p in self.passes)
         graph, tensors, pairs = import_model(gs, src, self.fold_budget if moving else None, io)
         imported = (list(_all_nodes(gs, graph)), tensors)  # (see _release)
-        empty_lists = _empty_list_attributes(gs, src.graph, graph, pairs)
+        empty_lists = _unexportable_attributes(gs, src.graph, graph, pairs)
         # a call's overload (IR 10: which of the model's functions of one name it calls), which
         # onnx-graphsurgeon drops: id(node) -> overload, written back after the export
         overloads = {id(gn): pn.overload for pn, gn in (pairs if pairs is not None else _node_pairs(gs, src.graph, graph))
@@ -482,7 +482,7 @@ def _node_pairs(gs, proto_graph, gs_graph):
                     stack.append((a.g, gn.attrs[a.name]))
 
 
-def _empty_list_attributes(gs, proto_graph, gs_graph, pairs=None) -> dict:
+def _unexportable_attributes(gs, proto_graph, gs_graph, pairs=None) -> dict:
     """id(node) -> [(name, attribute type)] for the empty list attributes of the imported nodes:
     onnx-graphsurgeon keeps them as [] but cannot export them (the type of an empty list is
     unknown to it). Passes see [] as before; _export writes them back with their type. An

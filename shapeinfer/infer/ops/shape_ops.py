@@ -621,17 +621,13 @@ def split(ctx):
     axis = normalize_axis(ctx, ctx.attr("axis", 0), r)
     d = data.shape[axis]
     n = len(ctx.node.output)
-    given = False  # sizes given (as an input whose value may be unknown)
-    if ctx.version < 13:
-        sizes = ctx.attr("split")
-        sizes = list(sizes) if sizes else None
-        if sizes is None and ctx.version < 2 and ctx.has_input(1):
-            sizes, given = value_entries(ctx.input(1)), True
-    else:
-        sizes, given = (value_entries(ctx.input(1)), True) if ctx.has_input(1) else (None, False)
-    if sizes is None and given:  # sizes computed at run time: each part's dim along the axis unknown
-        sizes = [None] * n
-    elif sizes is None:
+    sizes = ctx.attr("split") if ctx.version < 13 else None
+    sizes = list(sizes) if sizes else None
+    if sizes is None and (ctx.version < 2 or ctx.version >= 13) and ctx.has_input(1):
+        sizes = value_entries(ctx.input(1))
+        if sizes is None:  # sizes computed at run time: each part's dim along the axis unknown
+            sizes = [None] * n
+    if sizes is None:
         if ctx.version >= 18 and ctx.attr("num_outputs") is not None:
             chunk = floordiv(add(d, n - 1), n)
             sizes = [chunk] * (n - 1) + [sub(d, mul(n - 1, chunk))]
