@@ -27,6 +27,7 @@ from ..graph.structure import topological_order, validate_structure
 from ..infer.engine import paused_gc
 from ..infer.protos import clear_negative_dims
 from ..fold.folder import DEFAULT_BUDGET_BYTES
+from .exporter import export_model
 from .importer import import_model
 from .passes import REGISTRY
 from .passes.base import PassContext
@@ -513,8 +514,8 @@ def _other_types(graph) -> bool:
 
 
 def _export(gs, graph, empty_lists: dict, other_types: bool = False):
-    """The graph as a ModelProto, empty list attributes included (``other_types``: see
-    _other_types)."""
+    """The graph as a ModelProto whose only field is the graph (exporter.export_model: no
+    value_info), empty list attributes included (``other_types``: see _other_types)."""
     held, kept = [], []
     if empty_lists:
         for node in _all_nodes(gs, graph):
@@ -535,7 +536,7 @@ def _export(gs, graph, empty_lists: dict, other_types: bool = False):
     for t in untyped:
         t.dtype = None
     try:
-        exported = gs.export_onnx(graph, do_type_check=False)
+        exported = export_model(gs, graph)
     finally:
         for node, name in held:
             node.attrs[name] = []
