@@ -93,8 +93,8 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None, io
         if move_constants is not None and n.op_type == "Constant" and _movable(n, move_constants):
             take_value(tensor(names_out[0]), n.attribute[0].t)
             continue
-        ins = [tensor(name) for name in names_in]
-        outs = [tensor(name) for name in names_out]
+        ins = [get(name) or tensor(name) for name in names_in]  # (a tensor is always true)
+        outs = [get(name) or tensor(name) for name in names_out]
         attrs = n.attribute
         if len(attrs):
             attrs = import_attributes(attrs, {}, tensors, opset, domains)
@@ -103,9 +103,12 @@ def import_model(gs, model: ModelProto, move_constants: Optional[int] = None, io
             attrs = OrderedDict()
         made.append(new_node(gs, n.op_type, n.name, attrs, ins, outs, n.domain if n.HasField("domain") else None))
         built.append(n)
-    graph = gs.Graph(nodes=made, inputs=inputs, outputs=outputs, name=g.name, doc_string=g.doc_string,
+    # (built without its nodes, which are then set: the constructor walks every node for
+    # subgraph functions to merge, and these nodes have no subgraph)
+    graph = gs.Graph(nodes=[], inputs=inputs, outputs=outputs, name=g.name, doc_string=g.doc_string,
                      producer_name=model.producer_name, producer_version=model.producer_version, opset=opset,
                      import_domains=domains, functions=[], ir_version=model.ir_version)
+    graph.nodes = made
     return graph, list(tensors.values()), list(zip(built, made))
 
 

@@ -116,7 +116,7 @@ def _node_key(ctx, node, attr_keys: dict):
     op = ctx.op(node)
     if not op or op in NONDETERMINISTIC:
         return None
-    attrs = attr_keys.get(id(node))
+    attrs = attr_keys.get(id(node)) if node.attrs else ()
     if attrs is None:
         try:
             attrs = tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items()))

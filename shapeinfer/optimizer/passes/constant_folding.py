@@ -231,6 +231,7 @@ class ConstantFoldingPass(Pass):
         # another tensor or has become a constant (its facts never change; a pass that changes
         # the node itself drops this entry: ctx.touched): id(node) -> (inputs, its declines).
         left = ctx.memo.setdefault("fold-left", {})
+        declined = result.declined
         for node in list(ctx.graph.nodes):
             if not node.outputs:
                 continue
@@ -238,19 +239,19 @@ class ConstantFoldingPass(Pass):
             state = (tuple(map(id, ins)), tuple(map(type, ins)))
             before = left.get(id(node))
             if before is not None and before[0] == state:
-                result.declined.extend(before[1])
+                declined.extend(before[1])
                 continue
-            mark = len(result.declined)
+            mark = len(declined)
             self._visit(ctx, node, result)
-            if node.outputs and not any(isinstance(v, gs.Graph) for v in node.attrs.values()):
-                left[id(node)] = (state, result.declined[mark:])
+            if node.outputs and not (node.attrs and any(isinstance(v, gs.Graph) for v in node.attrs.values())):
+                left[id(node)] = (state, declined[mark:] if len(declined) > mark else ())
         return result
 
     def _visit(self, ctx, node, result) -> None:
         if ctx.opaque and id(node) in ctx.opaque:
             result.decline(node, "not folded: it holds an attribute kept as it is (a sparse tensor)")
             return
-        inputs = [None if t.is_empty() else t for t in node.inputs]
+        inputs = [t if t.name else None for t in node.inputs]
         if not ctx.op(node) and (node.domain or "") in ("", "ai.onnx"):
             result.decline(node, "not folded: a call of the model-local function " + node.op)
         elif all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
@@ -265,10 +266,13 @@ class ConstantFoldingPass(Pass):
         hold at most ``budget`` bytes, when given)."""
         if not node.outputs:
             return False
-        known = [_known_int_value(ctx, t) for t in node.outputs]
-        if budget is not None and any(k is None or k.nbytes > budget for k in known):
-            return False
-        if known and all(k is not None for k in known) and _cast_of_float_is_exact(ctx, node):
+        known = []
+        for t in node.outputs:  # (most nodes: the first output's value is not known)
+            k = _known_int_value(ctx, t)
+            if k is None or budget is not None and k.nbytes > budget:
+                return False
+            known.append(k)
+        if _cast_of_float_is_exact(ctx, node):
             why = next(filter(None, (unloadable_constant(t, a, ctx) for t, a in zip(node.outputs, known))), "")
             if why:
                 result.decline(node, f"its known value is kept computed: {why}")

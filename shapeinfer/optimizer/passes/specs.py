@@ -59,4 +59,8 @@ def expand_spec(in_shape: tuple, out_shape: tuple) -> tuple:
 
 
 def same_shape(a: Optional[tuple], b: Optional[tuple]) -> bool:
-    return a is not None and b is not None and len(a) == len(b) and all(x == y for x, y in zip(a, b))
+    if a is None or b is None:
+        return False
+    if type(a) is tuple and type(b) is tuple:
+        return a == b  # (elementwise ==, each pair first compared by identity)
+    return len(a) == len(b) and all(x == y for x, y in zip(a, b))
