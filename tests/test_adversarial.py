@@ -153,6 +153,40 @@ def test_judge_catches_a_changed_output(monkeypatch):
     assert any(f.cls == "optimized-differs" for f in out.failures)
 
 
+HALF = """
+<ir_version: 8, opset_import: ["" : 15]>
+g (float16[1, N] t) => (float16[?, ?] d) {
+    r = ReduceProd <axes = [0, 1]> (t)
+    one = Constant <value = int64[1] {1}> ()
+    r1 = Expand (r, one)
+    s = Shape (t)
+    e = Expand (r1, s)
+    d = Div (r1, e)
+}
+"""
+
+
+def test_judge_excuses_onnxruntime_skipping_float16_rounding_only_where_the_reference_agrees():
+    """Adversarial seed 44012 (deviations.py, ort-half-ops-computed-in-float): onnxruntime computes
+    ReduceProd and Div of float16 in float32 and drops the Casts between them, so the product
+    2.4e-11 (0 in float16) reaches Div unrounded once the no-op Expand between them is gone:
+    0/0 = NaN becomes 1.0. onnx.reference rounds each output, and gives NaN for both models."""
+    model = onnx.parser.parse_model(HALF)
+    sizes = (0, 1, 4)
+    feeds = [{"t": np.full((1, n), 0.002, np.float16)} for n in sizes]
+    out = Judge(model, ["N"], [{"N": n} for n in sizes], feeds, seed=None, variants=[("default", {})]).run()
+    assert not out.failures, [f.message for f in out.failures]
+    assert out.deviations["ort-half-ops-computed-in-float"] >= 1  # (the 4-element binding)
+    opt = __import__("shapeinfer").optimize(model)
+    assert runner._half_judged_by_reference(model, opt, feeds[2], "d")
+    # a real change is not excused: Mul for Div gives other bits in the reference too
+    wrong = onnx.parser.parse_model(HALF.replace("d = Div (r1, e)", "d = Mul (r1, e)"))
+    assert not runner._half_judged_by_reference(model, wrong, feeds[2], "d")
+    # nor a float32 output
+    single = onnx.parser.parse_model(HALF.replace("float16", "float"))
+    assert not runner._half_judged_by_reference(single, single, {"t": feeds[2]["t"].astype(np.float32)}, "d")
+
+
 def test_judge_catches_a_hang(monkeypatch):
     import shapeinfer
 
