@@ -267,3 +267,22 @@ def test_found_class_stays_fixed(name):
     out = harness.isolated(_repro_child, (name,), seconds=120)
     assert out.bindings_run > 0 or out.failures or name in NEVER_RUNS, "the model ran nowhere: nothing was judged"
     assert not out.failures, "\n\n".join(f.report() for f in out.failures[:3])
+
+
+def test_argmin_over_an_empty_axis_with_an_empty_output_is_valid_and_not_a_negative_axis_deviation():
+    """onnxruntime runs ArgMin<axis=1, keepdims=0> on (2, 0, 0) and gives (2, 0): no index is
+    needed. The spec model gives that shape (it called it invalid, tainting the node), and the
+    'negative axes ignored' deviation no longer explains a difference where no axis is negative."""
+    from tests.adversarial import deviations
+
+    m = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 20]>
+        g (float[A, B, C] x) => (int64[?, ?] y) { y = ArgMin<axis = 1, keepdims = 0>(x) }""")
+    node = m.graph.node[0]
+    assert deviations.spec_shapes(node, 20, [np.zeros((2, 0, 0), np.float32)]) == [(2, 0)]
+    assert deviations.spec_shapes(node, 20, [np.zeros((2, 0, 3), np.float32)]) == "invalid"
+    assert deviations.classify(node, 20, [np.zeros((2, 0, 3), np.float32)], [(2, 3)], "invalid",
+                               "onnxruntime") == "unlisted"
+    neg = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 20]>
+        g (float[A, B, C] x) => (int64[?, ?, ?] y) { y = ArgMin<axis = -2, keepdims = 1>(x) }""").graph.node[0]
+    assert deviations.classify(neg, 20, [np.zeros((2, 0, 0), np.float32)], [(2, 0, 0)], [(2, 1, 0)],
+                               "onnxruntime") == "ort-reduce-empty-negative-axis-ignored"

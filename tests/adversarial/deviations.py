@@ -321,8 +321,8 @@ def _reduce_ignoring_negative_axes(node, opset, ins):
         axes = None if len(ins) < 2 or ins[1] is None else np.asarray(ins[1]).reshape(-1).tolist()
     else:
         axes = a.get("axes")
-    if axes is None or len(axes) == 0:
-        return None  # every axis: no negative axis involved
+    if axes is None or len(axes) == 0 or all(x >= 0 for x in axes):
+        return None  # no negative axis involved (nothing for this deviation to explain)
     axes = [x for x in axes if x >= 0]
     if not axes:
         return shape
