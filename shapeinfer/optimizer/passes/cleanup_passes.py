@@ -13,6 +13,7 @@ Dedupe keeps a node whose output is a graph output (the output's name must stay)
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -50,7 +51,7 @@ def _attr_key(v):
 
 def _value_key(t):
     """(dtype, shape, bytes) of a small constant; False for a large or unreadable one."""
-    if int(np.prod(t.shape)) > SMALL:
+    if math.prod(int(d) for d in t.shape) > SMALL:  # (exact: a product past int64 is large, not negative)
         return False
     proto = getattr(t._values, "tensor", None)  # (a LazyValues: the TensorProto itself)
     if isinstance(proto, onnx.SparseTensorProto):

@@ -17,6 +17,8 @@ Cases:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx_graphsurgeon as gs
 from onnx import TensorProto, helper, numpy_helper
@@ -133,7 +135,7 @@ def _static_bytes(facts, names):
             itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(fact.dtype)).itemsize
         except Exception:
             itemsize = 8
-        total += int(np.prod(fact.shape, dtype=object)) * itemsize
+        total += math.prod(fact.shape) * itemsize
     return total
 
 
