@@ -388,6 +388,30 @@ def test_nodes_out_of_order_are_a_warning_in_the_main_graph_and_an_error_in_a_bo
     assert report.exit_code == (0 if loads else 1)
 
 
+def test_a_body_out_of_order_inside_a_function_is_an_error_without_the_sorting_warning():
+    """An If inside a model-local function whose branch has its nodes out of order: onnxruntime
+    refuses the model. check said "onnxruntime sorts them and runs the model" (a warning) before
+    the error; the body is found inside the function now: one error, no such warning."""
+    import onnxruntime as ort
+
+    body = helper.make_graph([helper.make_node("Neg", ["b"], ["c"]), helper.make_node("Abs", ["a"], ["b"])], "body",
+                             [], [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])])
+    f = helper.make_function("local", "F", ["a", "k"], ["c"],
+                             [helper.make_node("If", ["k"], ["c"], then_branch=body, else_branch=body)],
+                             [helper.make_opsetid("", 17)])
+    g = helper.make_graph([helper.make_node("F", ["x", "k"], ["y"], domain="local")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                           helper.make_tensor_value_info("k", TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)], functions=[f])
+    with pytest.raises(Exception):
+        ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    report = check(m)
+    assert report.exit_code == 1
+    assert "unsorted-nodes" in _codes(report, "error"), report.findings
+    assert "unsorted-nodes" not in _codes(report, "warning"), report.findings
+
+
 def test_a_call_of_a_local_function_the_model_does_not_define_is_an_error():
     """A third review: check said ok (an unknown-op warning) of a model onnxruntime refuses: it
     calls local.F, and the model's functions of domain 'local' hold only G."""

@@ -57,14 +57,19 @@ def graphs_of(model: ModelProto) -> list:
 
 
 def unsorted_body(model: ModelProto) -> bool:
-    """Whether the nodes of some If/Loop/Scan body are out of topological order (onnxruntime
-    sorts the main graph's nodes, not a body's: it refuses such a model)."""
+    """Whether the nodes of some If/Loop/Scan body -- of the main graph or of a model-local
+    function -- are out of topological order (onnxruntime sorts the main graph's nodes, not a
+    body's: it refuses such a model)."""
     from ..graph.structure import topological_order
 
-    for graph in graphs_of(model):
-        if graph is not model.graph and any(a is not b for a, b in zip(topological_order(list(graph.node)), graph.node)):
-            return True
-    return False
+    bodies = [g for g in graphs_of(model) if g is not model.graph]
+    stack = [n for f in model.functions for n in f.node]  # (the nodes of a function's bodies too)
+    while stack:
+        for a in stack.pop().attribute:
+            for g in ([a.g] if a.type == a.GRAPH else a.graphs):
+                bodies.append(g)
+                stack.extend(g.node)
+    return any(any(a is not b for a, b in zip(topological_order(list(g.node)), g.node)) for g in bodies)
 
 
 def _sort_graphs(model: ModelProto, match, facts) -> bool:
