@@ -78,6 +78,52 @@ def _resolved_node(node, attr_scope):
     return out
 
 
+# The size every token takes in the check of _drop_unproven_dims: one value for all (dims the op
+# requires equal stay equal), divisible by every count up to 16 (head counts, groups, blocks).
+_PROBE_SIZE = 720720
+
+
+def _drop_unproven_dims(result: dict, schema, node, attr_scope, input_types: dict, input_data: dict,
+                        opset_imports, engine, tokens: set) -> None:
+    """Clear each static output dim onnx gave for inputs with symbolic dims that it does not give
+    again when every symbolic dim is _PROBE_SIZE: a static dim computed from a symbolic one.
+
+    onnx's C++ inference reads an unknown dim's ``dim_value()`` as 0 in places (Attention-23
+    gives a 3-D output's last dim as 0 for a symbolic hidden size; the real size is
+    q_num_heads * v_head_size), which would be a wrong static dim. A dim onnx really knows does
+    not depend on the sizes of the symbolic ones. Where the probe itself fails (a size the op
+    refuses), nothing is cleared: no dim is refuted."""
+    probe = {}
+    for name, tp in input_types.items():
+        c = TypeProto()
+        c.CopyFrom(tp)
+        for tt in nested_tensor_types(c):
+            for dp in tt.shape.dim if tt.HasField("shape") else ():
+                if dp.HasField("dim_param") and dp.dim_param in tokens:
+                    dp.dim_value = _PROBE_SIZE
+        probe[name] = c
+    try:
+        again = shape_inference.infer_node_outputs(schema, _resolved_node(node, attr_scope), probe, input_data,
+                                                   opset_imports=opset_imports, ir_version=engine.ir_version)
+    except ONNX_FAILURES:
+        return
+    for name, tp in result.items():
+        other = again.get(name)
+        for tt, ot in zip(nested_tensor_types(tp), nested_tensor_types(other) if other is not None else ()):
+            if not tt.HasField("shape"):
+                continue
+            theirs = list(ot.shape.dim) if ot.HasField("shape") else []
+            for k, dp in enumerate(tt.shape.dim):
+                if dp.HasField("dim_value") and (len(theirs) != len(tt.shape.dim) or not theirs[k].HasField("dim_value")
+                                                 or theirs[k].dim_value != dp.dim_value):
+                    dp.Clear()  # (unknown: a fresh symbol)
+        if other is None:
+            for tt in nested_tensor_types(tp):
+                for dp in tt.shape.dim if tt.HasField("shape") else ():
+                    if dp.HasField("dim_value"):
+                        dp.Clear()
+
+
 def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope, have_rule: bool = False) -> list:
     """Output facts from onnx's inference for ``node`` (None entries where it gives nothing).
     ``have_rule``: a rule of ours answered for some outputs (an op onnx does not know is then
@@ -120,6 +166,8 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope, have_r
         engine.warn(node, f"onnx inference failed: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}")
         return [None] * n_out
     dims = {token: d for d, token in tokens.items()}
+    if tokens:
+        _drop_unproven_dims(result, schema, node, attr_scope, input_types, input_data, opset_imports, engine, set(dims))
 
     symbols = engine.symbols
 

@@ -7,6 +7,7 @@ contracted dims must agree.
 
 from __future__ import annotations
 
+from ...symbolic import add, mul
 from ..facts import Fact
 from ..registry import rule
 from ._util import broadcast_shapes
@@ -62,3 +63,50 @@ def gemm(ctx):
         return None
     shape = gemm_shape(ctx, a.shape, b.shape, ctx.attr("transA", 0), ctx.attr("transB", 0))
     return None if shape is None else [Fact(dtype=a.dtype, shape=shape)]
+
+
+@rule("Attention", since=23)
+def attention(ctx):
+    """Scaled dot-product attention (opset 23, 24). 4-D: Q [B, Hq, S, h], K [B, Hkv, L, h],
+    V [B, Hkv, L, hv]; 3-D: Q [B, S, Hq*h], K [B, L, Hkv*h], V [B, L, Hkv*hv] with the head
+    counts q_num_heads, kv_num_heads given. past_key/past_value [B, Hkv, P, h]/[B, Hkv, P, hv]
+    make the total length T = P + L (else T = L).
+    Y [B, Hq, S, hv] (3-D: [B, S, Hq*hv]); present_key [B, Hkv, T, h]; present_value
+    [B, Hkv, T, hv]; qk_matmul_output [B, Hq, S, T]. Q and K carry the type T1, V T2."""
+    from .contrib import exact_div, int_attr
+
+    q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
+    t1 = q.dtype if q is not None else 0
+    t2 = v.dtype if v is not None else 0
+    n_out = len(ctx.node.output)
+    unknown = [Fact(dtype=t) for t in (t1, t1, t2, t1)][:n_out]
+    if any(f is None or f.shape is None for f in (q, k, v)):
+        return unknown
+    qs, ks, vs = q.shape, k.shape, v.shape
+    if not (len(qs) == len(ks) == len(vs)) or len(qs) not in (3, 4):
+        raise ctx.error(f"Q, K and V must all be 3-D or all 4-D, got ranks {len(qs)}, {len(ks)}, {len(vs)}")
+    batch = qs[0]
+    if len(qs) == 4:
+        hq, seq, h = qs[1], qs[2], qs[3]
+        hkv, kv_len, hv = ks[1], ks[2], vs[3]
+    else:
+        nq, nkv = int_attr(ctx, "q_num_heads"), int_attr(ctx, "kv_num_heads")
+        if nq is None or nkv is None or nq <= 0 or nkv <= 0:
+            raise ctx.error("3-D Q, K and V need positive q_num_heads and kv_num_heads attributes, got "
+                            f"{ctx.attr('q_num_heads')!r} and {ctx.attr('kv_num_heads')!r}")
+        hq, seq, h = nq, qs[1], exact_div(ctx, qs[2], nq)
+        hkv, kv_len, hv = nkv, ks[1], exact_div(ctx, vs[2], nkv)
+    past = ctx.input(4) if ctx.has_input(4) else None
+    if ctx.has_input(4):
+        if past is None or past.shape is None:
+            total = ctx.fresh("total_sequence")
+        elif len(past.shape) != 4:
+            raise ctx.error(f"past_key must be 4-D [batch, kv_heads, past_sequence, head_size], got rank {len(past.shape)}")
+        else:
+            total = add(past.shape[2], kv_len)
+    else:
+        total = kv_len
+    y = (batch, hq, seq, hv) if len(qs) == 4 else (batch, seq, mul(hq, hv))
+    outs = [Fact(dtype=t1, shape=y), Fact(dtype=t1, shape=(batch, hkv, total, h)),
+            Fact(dtype=t2, shape=(batch, hkv, total, hv)), Fact(dtype=t1, shape=(batch, hq, seq, total))]
+    return outs[:n_out]
