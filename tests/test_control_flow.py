@@ -412,3 +412,28 @@ def test_a_call_keeps_its_overload():
             a, b = original.run(None, feeds), optimised.run(None, feeds)
             assert [x.tobytes() for x in a] == [x.tobytes() for x in b]
     assert onnx.checker.check_model(out) is None
+
+
+def test_optimize_keeps_optional_types_declared_by_if_branches():
+    """onnx's backend case test_if_opt: If branches whose outputs are optional(seq(float)).
+    onnx-graphsurgeon cannot write such a type (optimize raised UnboundLocalError from inside
+    it); the bodies' tensors of such types are written untyped, then their declared types put
+    back. The result passes the checker, loads in onnxruntime and gives the same outputs."""
+    import warnings
+
+    import onnx
+    from onnx.backend.test.case.node import collect_testcases
+
+    ort = pytest.importorskip("onnxruntime")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        case = next(c for c in collect_testcases(None) if c.name == "test_if_opt")
+    out = shapeinfer.optimize(case.model)
+    onnx.checker.check_model(out, full_check=True)
+    branch = next(a.g for a in out.graph.node[0].attribute if a.name == "then_branch")
+    assert branch.output[0].type.HasField("optional_type"), branch.output[0]
+    for cond in (True, False):
+        feeds = {"cond": np.array(cond)}
+        want = ort.InferenceSession(case.model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+        got = ort.InferenceSession(out.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+        assert repr(want) == repr(got)

@@ -1120,3 +1120,35 @@ def test_integer_arithmetic_property(data, dtype, op):
     else:
         got, _ = fold(onnx_op, [a, b], attrs)
         assert got[0].tolist() == int_oracle(fn)(a, b)[0].tolist()
+
+
+def test_space_to_depth_28_crd_mode_is_folded_as_crd():
+    """SpaceToDepth-28 added ``mode``; its kernel ignored it, and the backend case
+    test_spacetodepth_crd_mode_example folded to the DCR order. The kernel now takes the mode."""
+    import warnings
+
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        case = next(c for c in collect_testcases(None) if c.name == "test_spacetodepth_crd_mode_example")
+    (x,), (want,) = case.data_sets[0]
+    assert case.model.opset_import[0].version == 28
+    got, declined = fold("SpaceToDepth", [x], {"blocksize": 2, "mode": "CRD"}, opset=28)
+    assert declined is None and got[0].shape == want.shape and got[0].tobytes() == want.tobytes()
+    dcr, _ = fold("SpaceToDepth", [x], {"blocksize": 2}, opset=28)
+    assert dcr[0].tobytes() != want.tobytes()  # (the default DCR order is another one)
+
+
+def test_a_node_newer_than_its_kernel_is_not_folded(monkeypatch):
+    """A kernel folds the op versions it was written for (folder.KERNEL_VERSIONS): an onnx that
+    defines a newer version may have changed its meaning, so such a node is left as it is."""
+    from shapeinfer.fold import folder
+
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    assert fold("SpaceToDepth", [x], {"blocksize": 2}, opset=28)[0] is not None
+    monkeypatch.setitem(folder.KERNEL_VERSIONS, "SpaceToDepth", 13)
+    got, declined = fold("SpaceToDepth", [x], {"blocksize": 2}, opset=28)
+    assert got is None and "newer than its kernel" in str(declined)
+    assert fold("SpaceToDepth", [x], {"blocksize": 2}, opset=13)[0] is not None
+    assert folder.exact_value("SpaceToDepth", {"blocksize": 2}, [x], 28) is None  # (inference's values too)

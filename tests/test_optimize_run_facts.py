@@ -74,7 +74,7 @@ class _Builder:
             return self.dim(SYMS.index(spec))
         return self.const(spec)
 
-    def reshape(self, data, entries, relu=False, keep=None):
+    def reshape(self, data, entries, relu=False, keep=None, allowzero=0):
         """Reshape(data, Concat(entries)); ``relu``: then a Relu of it (another reader than a
         reshape-like op, which may be merged with it); ``keep``: "Identity" or "Add" (of 0)
         between the Concat and the Reshape, a node onnxruntime removes before it fuses."""
@@ -87,7 +87,7 @@ class _Builder:
             self.nodes.append(helper.make_node("Add", [shape, self.const(0)], [shape + "_same"]))
             shape += "_same"
         out = self.name("r")
-        self.nodes.append(helper.make_node("Reshape", [data, shape], [out]))
+        self.nodes.append(helper.make_node("Reshape", [data, shape], [out], **({"allowzero": 1} if allowzero else {})))
         if relu:
             self.nodes.append(helper.make_node("Relu", [out], [out + "_relu"]))
             out += "_relu"
@@ -116,7 +116,9 @@ def _random_model(rng):
         if rng.random() < 0.6:
             entries[int(rng.integers(0, rank))] = -1
         keep = (None, None, None, "Identity", "Add")[int(rng.integers(0, 5))]
-        cur = b.reshape(cur, entries, relu=rng.random() < 0.6, keep=keep)
+        # allowzero=1: an entry that is 0 stays 0 -- and onnxruntime runs a 0 beside the -1 there,
+        # which the spec calls invalid (dynamo exports write every view so: [batch, seq, -1, 8])
+        cur = b.reshape(cur, entries, relu=rng.random() < 0.6, keep=keep, allowzero=rng.random() < 0.3)
     return b.model(cur)
 
 
@@ -131,7 +133,7 @@ def _swin_like():
     return b.model(r4)
 
 
-def _runs(model, level=None):
+def _runs(model, level=None, spec=True):
     """{binding: True/False}: does onnxruntime run the model there."""
     opts = ort.SessionOptions()
     opts.log_severity_level = 4  # (every failing binding would log an error)
@@ -140,10 +142,21 @@ def _runs(model, level=None):
     # leaves such Reshapes out, which test_merged_reshapes_make_no_bound checks)
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL if level is None else level
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    # onnxruntime's kernel runs an allowzero=1 Reshape whose shape holds a 0 and a -1 (the -1 the
+    # quotient of the dims that are not 0), which the spec calls invalid: there the original runs
+    # in the spec only where onnx.reference, which refuses it, runs it too
+    ref = None
+    if spec and level is None and any(n.op_type == "Reshape" and any(a.name == "allowzero" and a.i for a in n.attribute)
+                             for n in model.graph.node):
+        from onnx.reference import ReferenceEvaluator
+
+        ref = ReferenceEvaluator(model)
     out = {}
     for vals in itertools.product(GRID, repeat=3):
         try:
             sess.run(None, {"x": np.zeros(vals, np.float32)})
+            if ref is not None:
+                ref.run(None, {"x": np.zeros(vals, np.float32)})
             out[vals] = True
         except Exception:  # noqa: BLE001 - the model fails at this binding
             out[vals] = False
@@ -262,6 +275,26 @@ def test_generated_models():
             break
     assert kept >= wanted // 2
     assert with_bounds >= wanted // 8
+
+
+def test_allowzero_reshape_with_a_0_beside_its_minus_1_makes_no_bound():
+    """A dynamo export's view: Reshape<allowzero=1>(x, [B, H, -1, 2]). At B = 0 the spec calls the
+    shape invalid (a 0 and a -1), but onnxruntime runs it, working the -1 out from the dims that
+    are not 0; a bound B >= 1 taken from it let constant-shapes write [0, 2, -1, ...] (allowzero
+    0) for a later Reshape, which fails at B = 0 where the original runs (found on the Mistral
+    and Phi-3 dynamo exports)."""
+    b = _Builder()
+    r1 = b.reshape("x", ["B", "H", -1, 2], allowzero=1)
+    r2 = b.reshape("x", ["B", 2, "H", ("Div", "W", 2)], allowzero=1)
+    r3 = b.reshape(r2, [-1, "H", ("Div", "W", 2)])
+    model = b.model(r1, r2, r3)
+    runs = _runs(model, spec=False)
+    assert runs[(0, 3, 4)] and not _runs(model)[(0, 3, 4)]  # (onnxruntime runs the original at B = 0)
+    lows, opt, _ = _check(model)
+    assert "B" not in lows, lows
+    ran_at = [dict(zip(SYMS, v)) for v, ran in runs.items() if ran and v[0] == 0]
+    rep = verify(model, opt, bindings=ran_at)  # (where onnxruntime runs it, the optimised model does the same)
+    assert rep.outcome == IDENTICAL, [r for r in rep.runs if "DIFFERENT" in r[1]][:3]
 
 
 @pytest.mark.parametrize("reader", ["Reshape", "Flatten", "Shape", "Relu-Shape", "Relu"])

@@ -187,7 +187,7 @@ def exact_value(op: str, attrs: dict, inputs: list, version: int) -> Optional[li
     bit for bit (the default folding kernels), else None. Inference takes its float values
     from here, so that a value it reports is one a runtime computes."""
     fn = KERNELS.get(op)
-    if fn is None or (op not in MOVEMENT_OPS and type_error(op, inputs, version)):
+    if fn is None or (op not in MOVEMENT_OPS and type_error(op, inputs, version)) or not _kernel_knows(op, version):
         return None
     attrs = dict(attrs)
     attrs["_num_outputs"] = 1
@@ -196,6 +196,38 @@ def exact_value(op: str, attrs: dict, inputs: list, version: int) -> Optional[li
             return fn(attrs, inputs, version)
     except (FoldError, NotFoldable, *ODD_INPUT_ERRORS):
         return None
+
+
+# The newest version of each op that its kernel implements (the op's schema in onnx 1.23, opset
+# 28; SpaceToDepth-28 added ``mode``, BitShift-28 signed types, Range-27 ``stash_type``). A node
+# of a newer version -- an onnx that defines one after these were written -- is not folded: its
+# definition may have changed in a way the kernel does not know.
+KERNEL_VERSIONS = {
+    "Abs": 13, "Add": 14, "And": 7, "ArgMax": 13, "ArgMin": 13, "BitShift": 28, "BitwiseAnd": 18, "BitwiseNot": 18,
+    "BitwiseOr": 18, "BitwiseXor": 18, "Cast": 28, "CastLike": 25, "Ceil": 13, "Clip": 13, "Concat": 13,
+    "Constant": 25, "ConstantOfShape": 25, "CumSum": 14, "DepthToSpace": 28, "Div": 14, "Equal": 19, "Expand": 13,
+    "EyeLike": 22, "Flatten": 25, "Floor": 13, "Gather": 13, "GatherElements": 13, "GatherND": 13, "Greater": 13,
+    "GreaterOrEqual": 16, "Identity": 25, "IsInf": 20, "IsNaN": 20, "Less": 13, "LessOrEqual": 16, "MatMul": 13,
+    "Max": 13, "Min": 13, "Mod": 28, "Mul": 14, "Neg": 13, "NonZero": 13, "Not": 1, "Or": 7, "Pad": 25,
+    "Range": 27, "Reciprocal": 13, "ReduceL1": 18, "ReduceMax": 20, "ReduceMin": 20, "ReduceProd": 18,
+    "ReduceSum": 13, "ReduceSumSquare": 18, "Relu": 14, "Reshape": 25, "Round": 22, "Shape": 25, "Sign": 13,
+    "Size": 25, "Slice": 13, "SpaceToDepth": 28, "Split": 18, "Sqrt": 13, "Squeeze": 25, "Sub": 14, "Tile": 13,
+    "Transpose": 25, "Trilu": 14, "Unsqueeze": 25, "Where": 16, "Xor": 7,
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _since(op: str, version: int) -> Optional[int]:
+    """The version of op's definition in force at opset ``version`` (None: onnx knows none)."""
+    try:
+        return onnx.defs.get_schema(op, version).since_version
+    except Exception:  # noqa: BLE001 - onnx's SchemaError: no such op or version
+        return None
+
+
+def _kernel_knows(op: str, version: int) -> bool:
+    since = _since(op, version)
+    return since is not None and since <= KERNEL_VERSIONS.get(op, 0)
 
 
 def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,
@@ -217,6 +249,9 @@ def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,
             raise NotFoldable(why)
     fn = KERNELS.get(node.op) if default_domain else None
     if fn is not None:
+        if not _kernel_knows(node.op, version):
+            raise NotFoldable(f"{node.op} of opset {version} is newer than its kernel (written for version "
+                              f"{KERNEL_VERSIONS.get(node.op)} and before)")
         attrs = _attrs(node)
         attrs["_num_outputs"] = len(node.outputs)
         try:

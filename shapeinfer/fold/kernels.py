@@ -460,7 +460,15 @@ def space_to_depth(attrs, inputs, version):
     b, c, h, w = _depth_space_dims(x, bs)
     if h % bs or w % bs:
         raise FoldError(f"{h}x{w} does not divide by blocksize {bs}")
-    t = x.reshape(b, c, h // bs, bs, w // bs, bs).transpose(0, 3, 5, 1, 2, 4)
+    mode = attrs.get("mode", "DCR") if version >= 28 else "DCR"  # (opset 28 adds the mode)
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    blocks = x.reshape(b, c, h // bs, bs, w // bs, bs)
+    if mode == "DCR":  # depth: the block row, the block column, then the channel
+        t = blocks.transpose(0, 3, 5, 1, 2, 4)
+    elif mode == "CRD":  # the channel, then the block row and column (DepthToSpace CRD undone)
+        t = blocks.transpose(0, 1, 3, 5, 2, 4)
+    else:
+        raise FoldError(f"unknown mode {mode!r}")
     return [np.ascontiguousarray(t).reshape(b, c * bs * bs, h // bs, w // bs)]
 
 

@@ -290,6 +290,7 @@ class PassManager:
         graph, tensors, pairs = import_model(gs, src, self.fold_budget if moving else None, io)
         imported = (list(_all_nodes(gs, graph)), tensors)  # (see _release)
         empty_lists = _unexportable_attributes(gs, src.graph, graph, pairs)
+        other_types = _other_types(gs, src.graph, graph, bodies=pairs is None)  # (before any rewrite: by position)
         # a call's overload (IR 10: which of the model's functions of one name it calls), which
         # onnx-graphsurgeon drops: id(node) -> overload, written back after the export
         overloads = {id(gn): pn.overload for pn, gn in (pairs if pairs is not None else _node_pairs(gs, src.graph, graph))
@@ -321,7 +322,7 @@ class PassManager:
             remove_dead_nodes(graph)
         ordered = _in_order(gs, graph, bodies=pairs is None)  # (read on the graph: no protobuf reads)
         self._say("exporting")
-        current = _copy_model_meta(src, _export(gs, graph, empty_lists, _other_types(src.graph)),
+        current = _copy_model_meta(src, _export(gs, graph, empty_lists, other_types),
                                    subgraphs=pairs is None)  # (the importer builds graphs without subgraphs only)
         if overloads:
             for pn, gn in _node_pairs(gs, current.graph, graph):
@@ -506,14 +507,32 @@ def _unexportable_attributes(gs, proto_graph, gs_graph, pairs=None) -> dict:
 _GS_TYPES = ("tensor_type", "sequence_type", "sparse_tensor_type")
 
 
-def _other_types(graph) -> bool:
-    """Whether a declared type of the graph (inputs, outputs, value_info: where onnx-graphsurgeon
-    takes types from) is of another kind than onnx-graphsurgeon writes (an optional, a map)."""
+def _odd_types(graph) -> bool:
     return any(vi.type.WhichOneof("value") not in _GS_TYPES
                for vi in list(graph.input) + list(graph.output) + list(graph.value_info))
 
 
-def _export(gs, graph, empty_lists: dict, other_types: bool = False):
+def _other_types(gs, proto_graph, gs_graph, bodies: bool = True) -> Optional[dict]:
+    """None when every declared type of the graph and its bodies (inputs, outputs, value_info:
+    where onnx-graphsurgeon takes types from) is of a kind onnx-graphsurgeon writes; else, for
+    each body (id of its gs.Graph, as imported: matched by position, before any rewrite), the
+    declared types of its inputs and outputs of another kind (an optional, a map), by name --
+    onnx-graphsurgeon fails on them, so _export writes them untyped and then puts these back.
+    ``bodies``: the graph may have subgraphs (the importer's own graphs have none)."""
+    odd = _odd_types(proto_graph)
+    found: dict = {}
+    for pn, gn in _node_pairs(gs, proto_graph, gs_graph) if bodies else ():
+        for a in pn.attribute:
+            if a.type == AttributeProto.GRAPH and isinstance(gn.attrs.get(a.name), gs.Graph):
+                body = a.g
+                if _odd_types(body):
+                    odd = True
+                    found[id(gn.attrs[a.name])] = {vi.name: vi.type for vi in list(body.input) + list(body.output)
+                                                   if vi.type.WhichOneof("value") not in _GS_TYPES}
+    return found if odd else None
+
+
+def _export(gs, graph, empty_lists: dict, other_types: Optional[dict] = None):
     """The graph as a ModelProto whose only field is the graph (exporter.export_model: no
     value_info), empty list attributes included (``other_types``: see _other_types)."""
     held, kept = [], []
@@ -530,8 +549,10 @@ def _export(gs, graph, empty_lists: dict, other_types: bool = False):
     # onnx-graphsurgeon writes value infos of tensor, sequence and sparse types only (another,
     # such as an optional, fails inside it): the main graph's such tensors go out untyped -- its
     # inputs and outputs get their declared types back (_copy_model_meta), value_info is rewritten
-    untyped = [t for t in graph.tensors().values() if isinstance(t, gs.Variable) and t.dtype is not None
-               and getattr(t, "type", "tensor_type") not in _GS_TYPES] if other_types else []
+    # (and so do the bodies' tensors, whose inputs and outputs get their types back below)
+    untyped = [t for g in [graph, *_bodies(gs, graph)] for t in [*g.tensors().values(), *g.inputs, *g.outputs]
+               if isinstance(t, gs.Variable) and t.dtype is not None
+               and getattr(t, "type", "tensor_type") not in _GS_TYPES] if other_types is not None else []
     kept_dtypes = [(t, t.dtype) for t in untyped]
     for t in untyped:
         t.dtype = None
@@ -544,6 +565,13 @@ def _export(gs, graph, empty_lists: dict, other_types: bool = False):
             node.attrs[name] = value
         for t, dtype in kept_dtypes:
             t.dtype = dtype
+    if other_types:
+        for pn, gn in _node_pairs(gs, exported.graph, graph):
+            for a in pn.attribute:
+                declared = other_types.get(id(gn.attrs.get(a.name))) if a.type == AttributeProto.GRAPH else None
+                for vi in list(a.g.input) + list(a.g.output) if declared else ():
+                    if vi.name in declared and not vi.type.WhichOneof("value"):
+                        vi.type.CopyFrom(declared[vi.name])
     if kept:
         values = {}
         for node, name, value in kept:
@@ -585,6 +613,11 @@ def _release(gs, graph, imported: tuple) -> None:
             d.clear()
     for t in tensors:
         t.__dict__.clear()
+
+
+def _bodies(gs, graph) -> list:
+    """Every subgraph of the graph's nodes, nested ones included."""
+    return [v for n in _all_nodes(gs, graph) for v in n.attrs.values() if isinstance(v, gs.Graph)]
 
 
 def _all_nodes(gs, graph):

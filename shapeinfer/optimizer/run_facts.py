@@ -192,6 +192,32 @@ def _may_be_fused(result, data_shape: tuple, pieces: list) -> bool:
     return free_min <= 1 <= free_max
 
 
+def _after_lenient_reshapes(graph, result) -> set:
+    """The tensors computed from the output of an allowzero=1 Reshape whose shape may hold a 0
+    beside its -1 (the shape's value unknown, or an entry not provably positive). The spec calls
+    such a shape invalid; onnxruntime runs it, its -1 the quotient of the input's and the shape's
+    dims that are not 0 -- so there, at sizes where the spec has no run, the dims that follow are
+    onnxruntime's own, and a Reshape further on that fails in the spec may run (a dynamo export's
+    view [batch, seq, -1, 8] at batch 0). No constraint is drawn from what they feed."""
+    from ..fold.folder import outer_variables
+
+    found: set = set()
+    for node in graph.nodes:
+        reads = [t.name for t in node.inputs]
+        if any(hasattr(v, "nodes") for v in node.attrs.values()):
+            reads += [t.name for t in outer_variables(node)]
+        if any(r in found for r in reads):
+            found.update(t.name for t in node.outputs)
+        elif node.op == "Reshape" and (node.domain or "") in ("", "ai.onnx") and node.attrs.get("allowzero", 0) \
+                and len(node.inputs) > 1:
+            f = result.fact(node.inputs[1].name)
+            entries = None if f is None or f.value is None else f.value.reshape(-1).tolist()
+            if entries is None or any(type(e) is int and e == -1 for e in entries) and not all(
+                    type(e) is int and e != 0 or isinstance(e, Expr) and provably_positive(e) for e in entries):
+                found.update(t.name for t in node.outputs)
+    return found
+
+
 def _constraints(model, result, symbols: set, graph=None) -> list:
     """The constraints of the live Reshapes of the model that involve one of ``symbols``;
     ``graph``: the model imported into onnx-graphsurgeon, if there is one (else it is imported
@@ -204,12 +230,18 @@ def _constraints(model, result, symbols: set, graph=None) -> list:
 
         graph = gs.import_onnx(model)
     overridable = {t.name for t in model.graph.initializer} & {i.name for i in model.graph.input}
+    lenient = None
     for name, data_name, shape_name, made_name, chain in _live_reshapes(graph, overridable):
         if len(out) >= MAX_CONSTRAINTS:
             break
         data, shape, made = result.fact(data_name), result.fact(shape_name), result.fact(made_name)
         if any(f is None or f.unsure or f.shape is None for f in (data, shape, made)):
             continue
+        if lenient is None:
+            lenient = _after_lenient_reshapes(graph, result)
+        if data_name in lenient or shape_name in lenient or made_name in lenient:
+            continue  # (made_name: the Reshape is such a one itself -- where a 0 stands beside its -1,
+            #          onnxruntime makes the -1 from the dims that are not 0, and the count holds)
         dims = tuple(data.shape) + tuple(made.shape)
         if any(result.is_unknown_dim(d) for d in dims):
             continue

@@ -186,9 +186,15 @@ def _reads_same_from(ctx, node, src, mid) -> bool:
     fact = ctx.facts.fact(node.inputs[1].name)
     if x is None or m is None or fact is None or fact.value is None or fact.value.ndim != 1:
         return False
-    if node.attrs.get("allowzero", 0):
-        return True  # 0 means 0: nothing is copied
     from ...symbolic import BroadcastError, Expr, as_single_atom, at_zero, iszero, provably_positive, sub, zero_factors
+
+    if node.attrs.get("allowzero", 0):
+        # 0 means 0: nothing is copied. But where a 0 stands beside a -1 (invalid in the spec),
+        # onnxruntime runs it, the -1 being the quotient of the input's and the shape's dims that
+        # are not 0 -- which depends on the input's own dims, not only its count.
+        entries = fact.value.tolist()
+        return -1 not in entries or all(e == -1 or (isinstance(e, int) and not isinstance(e, bool) and e > 0)
+                                        or (isinstance(e, Expr) and provably_positive(e)) for e in entries)
 
     for i, e in enumerate(fact.value.tolist()):
         if isinstance(e, int) and not isinstance(e, bool) and e != 0:
