@@ -150,3 +150,80 @@ def test_every_backend_node_case_with_symbolic_dims_gets_no_wrong_dim(small_ints
     assert not wrong, wrong[:20]
     assert not refused, refused[:20]
     assert exact > (1700 if small_ints else 1450), exact  # (most are expressed, not given up)
+
+
+@pytest.mark.parametrize("constants", ["none", "small-ints", "all"])
+def test_every_backend_node_case_optimised_computes_the_same(constants):
+    """Every node case onnx ships, its input dims symbolic, optimised: the result loads and gives
+    the original's outputs bit for bit on the case's data (onnxruntime; onnx.reference where
+    onnxruntime cannot run the original). ``constants``: which inputs become initializers --
+    none, the int inputs of at most 16 elements (axes, shapes: the shape paths), or all of them
+    (so that every op with a kernel is folded). Found: If branches returning optional types made
+    optimize crash inside onnx-graphsurgeon; SpaceToDepth-28 in CRD mode was folded as DCR."""
+    import warnings
+
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    from onnx.backend.test.case.node import collect_testcases
+
+    import shapeinfer
+    from tests.adversarial.runner import Runtime, same_bits
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        all_cases = collect_testcases(None)
+    bad, compared = [], 0
+    for case in all_cases:
+        if case.name.startswith("test_bernoulli"):
+            continue  # (random draws: two runs differ anyway)
+        for inputs, outputs in case.data_sets:
+            m = onnx.ModelProto()
+            m.CopyFrom(case.model)
+            g = m.graph
+            del g.value_info[:]
+            if len(inputs) != len(g.input) or not all(
+                    vi.type.HasField("tensor_type") and isinstance(a, np.ndarray) for vi, a in zip(g.input, inputs)):
+                continue
+            feeds, kept = {}, []
+            for k, (vi, arr) in enumerate(zip(list(g.input), inputs)):
+                if constants == "all" or constants == "small-ints" and arr.dtype.kind in "iu" and arr.size <= 16:
+                    try:
+                        g.initializer.append(numpy_helper.from_array(arr, vi.name))
+                        continue
+                    except Exception:  # noqa: BLE001 - a type numpy_helper cannot write: stays an input
+                        pass
+                kept.append(vi)
+                feeds[vi.name] = arr
+                vi.type.tensor_type.ClearField("shape")
+                for j in range(arr.ndim):
+                    vi.type.tensor_type.shape.dim.add().dim_param = f"i{k}_{j}"
+            del g.input[:]
+            g.input.extend(kept)
+            for o in g.output:
+                if o.type.HasField("tensor_type"):
+                    o.type.tensor_type.ClearField("shape")
+            try:
+                opt = shapeinfer.optimize(m)
+            except shapeinfer.ShapeInferenceError:
+                continue  # (refused with a clear error: test_every_backend_node_case_* judge that)
+            original = Runtime(m)
+            if not original.engine:
+                continue
+            try:
+                want = original.run(feeds)
+            except Exception:  # noqa: BLE001 - the original does not run: nothing to compare
+                continue
+            got_rt = Runtime(opt, original.engine)
+            if not got_rt.engine:
+                bad.append((case.name, "the optimised model does not load: " + got_rt.error[:200]))
+                continue
+            got = got_rt.run(feeds)
+            compared += 1
+            for o in g.output:
+                why = same_bits(want[o.name], got[o.name])
+                if why:
+                    bad.append((case.name, original.engine, o.name, why))
+                    break
+    assert compared > 1500, compared
+    assert not bad, bad[:20]

@@ -70,6 +70,10 @@ CASES = {
         "  s = Shape<start = 1, end = 3>(x)  i = Concat<axis = 0>(s, k)  t = Concat<axis = 0>(b, i)"
         "  u = Unsqueeze(x, last)  y = Expand(u, t) }",
         [{"B": 0, "S": 2, "D": 3}, {"B": 1, "S": 1, "D": 1}, {"B": 2, "S": 3, "D": 4}]),
+    "inline-if": (
+        "g (float[N,3] x) => (float y) <bool c = {1}> {"
+        " y = If(c) <then_branch = t () => (float a) { a = Neg(x) }, else_branch = e () => (float b) { b = Abs(x) }> }",
+        [{"N": 0}, {"N": 1}, {"N": 4}]),
     "fuse-gemm": (
         "g (float[M,3] x) => (float y) <float[3,2] w = {1., -2., 3.5, 4., 5., -6.}, float[2] b = {0.5, -1.}> {"
         " m = MatMul(x, w)  y = Add(b, m) }", [{"M": 0}, {"M": 1}, {"M": 4}]),

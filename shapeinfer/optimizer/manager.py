@@ -38,7 +38,7 @@ from .run_facts import BoundedFacts, run_lows
 # turn a node into a reshape-like op or a no-op (Tile/Expand/reductions) go before remove-noop,
 # which removes them; dedupe goes last, merging the copies this round's rewrites made (the 50k
 # chain: 2 rounds instead of 4).
-DEFAULT_PASSES = ("fold-constants", "remove-identity", "tile-to-expand", "tile-uniform", "reduce-broadcast",
+DEFAULT_PASSES = ("fold-constants", "inline-if", "remove-identity", "tile-to-expand", "tile-uniform", "reduce-broadcast",
                   "reduce-size-one", "expand-into-broadcast", "remove-noop", "constant-shapes", "collapse-reshapes",
                   "cancel-reshapes", "neutral-elements", "merge-transposes", "merge-concats", "dedupe")
 # Passes that are not bit-exact: run only when asked for (by name, or fuse_gemm=True).
