@@ -227,3 +227,80 @@ def test_every_backend_node_case_optimised_computes_the_same(constants):
                     break
     assert compared > 1500, compared
     assert not bad, bad[:20]
+
+
+@pytest.mark.parametrize("small_ints", [False, True], ids=["all-symbolic", "small-ints-constant"])
+def test_every_backend_node_case_annotated_loads_and_computes_the_same(small_ints):
+    """Every node case onnx ships, input dims symbolic (``small_ints``: int inputs of at most 16
+    elements as initializers), written back with its inferred shapes (infer_shapes): the model
+    loads in onnxruntime and gives the original's outputs bit for bit. Found: AffineGrid's
+    function decides Ifs on the input's rank; the shapes written on what the branch never taken
+    reads (and what that is computed from) made onnxruntime refuse that branch at load."""
+    import warnings
+
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    from onnx.backend.test.case.node import collect_testcases
+
+    import shapeinfer
+    from tests.adversarial.runner import Runtime, same_bits
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        all_cases = collect_testcases(None)
+    bad, compared = [], 0
+    for case in all_cases:
+        if case.name.startswith("test_bernoulli"):
+            continue
+        for inputs, outputs in case.data_sets:
+            m = onnx.ModelProto()
+            m.CopyFrom(case.model)
+            g = m.graph
+            del g.value_info[:]
+            if len(inputs) != len(g.input) or not all(
+                    vi.type.HasField("tensor_type") and isinstance(a, np.ndarray) for vi, a in zip(g.input, inputs)):
+                continue
+            feeds, kept = {}, []
+            for k, (vi, arr) in enumerate(zip(list(g.input), inputs)):
+                if small_ints and arr.dtype.kind in "iu" and arr.size <= 16:
+                    g.initializer.append(numpy_helper.from_array(arr, vi.name))
+                    continue
+                kept.append(vi)
+                feeds[vi.name] = arr
+                vi.type.tensor_type.ClearField("shape")
+                for j in range(arr.ndim):
+                    vi.type.tensor_type.shape.dim.add().dim_param = f"i{k}_{j}"
+            del g.input[:]
+            g.input.extend(kept)
+            for o in g.output:
+                if o.type.HasField("tensor_type"):
+                    o.type.tensor_type.ClearField("shape")
+            try:
+                annotated = shapeinfer.infer_shapes(m)
+            except shapeinfer.ShapeInferenceError:
+                continue
+            original = Runtime(m)
+            if original.engine != "onnxruntime":
+                continue  # (the written shapes are judged by the runtime that reads them)
+            try:
+                want = original.run(feeds)
+            except Exception:  # noqa: BLE001 - the original does not run: nothing to compare
+                continue
+            rt = Runtime(annotated, "onnxruntime")
+            if rt.engine != "onnxruntime":
+                bad.append((case.name, "the annotated model does not load: " + rt.error[:200]))
+                continue
+            try:
+                got = rt.run(feeds)
+            except Exception as e:  # noqa: BLE001
+                bad.append((case.name, "the annotated model fails: " + str(e)[:200]))
+                continue
+            compared += 1
+            for o in g.output:
+                why = same_bits(want[o.name], got[o.name])
+                if why:
+                    bad.append((case.name, o.name, why))
+                    break
+    assert compared > 1400, compared
+    assert not bad, bad[:20]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from onnx import ModelProto, TypeProto
+from onnx import NodeProto, ModelProto, TypeProto
 
 from ..modelio.wire import graph_patch, tensor_value_info, type_bytes
 from ..semantics import LOAD_SAFE_DIM, shape_loads
@@ -113,6 +113,49 @@ def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
     return {name for name, dims in seen.items() if len(dims) == 1 and NAME_RE.match(name) and name not in in_use}
 
 
+def _outputs_of_decided_ifs(graph, result: InferenceResult) -> set:
+    """For each If of the main graph whose condition inference knows: its outputs, and the
+    tensors its branch never taken reads from the main graph with all they are computed from.
+    onnxruntime checks both branches when it loads a model, with the types declared on what they
+    read and make, and what its own inference computes from them: a shape the taken branch gives
+    (the If's output) or that the other branch was never meant to see (a 3-D grid read by the 2-D
+    branch of AffineGrid's function, which squeezes a dim that is then 4) makes it refuse the
+    model. Their declarations are left as the model has them, so onnxruntime sees what it saw."""
+    from ..graph.structure import implicit_inputs
+
+    out: set = set()
+    reads: list = []
+    for n in graph.node:
+        if n.op_type == "If" and n.domain in ("", "ai.onnx") and n.input:
+            fact = result.facts.get(n.input[0])
+            if fact is None or fact.value is None or fact.value.size != 1:
+                continue
+            out.update(o for o in n.output if o)
+            try:
+                taken = bool(fact.value.reshape(-1)[0])
+            except (TypeError, ValueError):  # (an element that is not a plain number: both)
+                taken = None
+            other = NodeProto()
+            other.attribute.extend(a for a in n.attribute
+                                   if taken is None or a.name == ("else_branch" if taken else "then_branch"))
+            reads.extend(implicit_inputs(other))
+    if reads:  # (and what they are computed from: one walk back over their producers)
+        made = {o: n for n in graph.node for o in n.output if o}
+        seen: set = set()
+        while reads:
+            name = reads.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            out.add(name)
+            node = made.get(name)
+            if node is not None:
+                out.update(o for o in node.output if o)
+                reads.extend(i for i in node.input if i)
+                reads.extend(implicit_inputs(node))
+    return out
+
+
 def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None,
              in_place: bool = False) -> ModelProto:
     """A copy of ``model`` whose value_info and graph outputs carry the inferred shapes.
@@ -144,6 +187,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     input_names = {d.dim_param for i in g.input if i.name not in inits and i.type.HasField("tensor_type")
                    for d in i.type.tensor_type.shape.dim if d.dim_param}
     kept = _consistent_names(g, result, input_names)
+    known_elsewhere |= _outputs_of_decided_ifs(g, result)
     appended: list = []  # new value_info entries, as wire bytes (see modelio/wire.py)
     by_kid: dict = {}  # Fact.kid -> its type's bytes (facts with one number have one type)
     facts = result.facts
