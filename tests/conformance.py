@@ -148,3 +148,54 @@ def main(argv):
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def every_case(dims: str = "symbolic", constants: str = "none", skip=("test_bernoulli",)):
+    """Every node case onnx ships whose inputs are plain tensors, as (name, model, feeds,
+    outputs, binding) per data set: value_info and the outputs' declared shapes erased, each
+    input that stays an input given its real shape (``dims="static"``) or a symbol per dim
+    (``"symbolic"``: ``i{input}_{axis}``, bound to the real size in ``binding``). ``constants``:
+    which inputs become initializers -- ``"none"``, ``"small-ints"`` (int inputs of at most 16
+    elements: axes, shapes, repeats) or ``"all"``. ``skip``: case-name prefixes left out
+    (Bernoulli draws random numbers)."""
+    from onnx import numpy_helper
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        all_cases = collect_testcases(None)
+    for case in all_cases:
+        if case.name.startswith(tuple(skip)):
+            continue
+        for inputs, outputs in case.data_sets:
+            m = onnx.ModelProto()
+            m.CopyFrom(case.model)
+            g = m.graph
+            del g.value_info[:]
+            if len(inputs) != len(g.input) or not all(
+                    vi.type.HasField("tensor_type") and isinstance(a, np.ndarray) for vi, a in zip(g.input, inputs)):
+                continue  # (sequences, optionals: not given as plain arrays)
+            feeds, kept, binding = {}, [], {}
+            for k, (vi, arr) in enumerate(zip(list(g.input), inputs)):
+                if constants == "all" or constants == "small-ints" and arr.dtype.kind in "iu" and arr.size <= 16:
+                    try:
+                        g.initializer.append(numpy_helper.from_array(arr, vi.name))
+                        continue
+                    except Exception:  # noqa: BLE001 - a type numpy_helper cannot write: stays an input
+                        pass
+                kept.append(vi)
+                feeds[vi.name] = arr
+                vi.type.tensor_type.ClearField("shape")
+                shape = vi.type.tensor_type.shape
+                for j, d in enumerate(arr.shape):
+                    if dims == "static":
+                        shape.dim.add().dim_value = d
+                    else:
+                        shape.dim.add().dim_param = f"i{k}_{j}"
+                        binding[f"i{k}_{j}"] = int(d)
+            del g.input[:]
+            g.input.extend(kept)
+            for o in g.output:
+                if o.type.HasField("tensor_type"):
+                    o.type.tensor_type.ClearField("shape")
+            yield case.name, m, feeds, outputs, binding

@@ -23,133 +23,94 @@ def test_backend_cases(mode):
     assert counts["exact"] >= EXACT_FLOOR[mode], dict(counts)
 
 
-def test_every_backend_node_case_gets_no_wrong_shape():
-    """Every node case onnx ships (not only those with Expand/Reshape/Tile), each input given
-    its real shape and every declared output shape and value_info erased: no inferred static
-    dim may differ from the real output's, and no valid case may be refused. (A fourth review
-    found Split by sizes given at run time read as equal parts: [3], [3] for [2], [4].)"""
-    import warnings
-
+@pytest.mark.parametrize("dims, constants", [("static", "none"), ("symbolic", "none"), ("symbolic", "small-ints")],
+                         ids=["static", "symbolic", "symbolic-small-ints-constant"])
+def test_every_backend_node_case_gets_no_wrong_dim(dims, constants):
+    """Every node case onnx ships (not only those with Expand/Reshape/Tile), value_info and the
+    outputs' declared shapes erased, each input given its real shape (``static``) or a symbol
+    per dim (``symbolic``; with ``small-ints-constant`` an int input of at most 16 elements --
+    axes, shapes, repeats -- an initializer holding its value instead): every inferred dim,
+    evaluated at the real sizes, is the real output's, and no valid case is refused. Found: Split
+    by sizes given at run time read as equal parts ([3], [3] for [2], [4]); onnx's inference of
+    Attention-23 (which answered for it then) giving a 3-D output's last dim as 0 for a symbolic
+    hidden size."""
     import numpy as np
-    import onnx
-    from onnx.backend.test.case.node import collect_testcases
-
-    import shapeinfer
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        all_cases = collect_testcases(None)
-    wrong, refused, compared = [], [], 0
-    for case in all_cases:
-        for inputs, outputs in case.data_sets:
-            m = onnx.ModelProto()
-            m.CopyFrom(case.model)
-            g = m.graph
-            del g.value_info[:]
-            if len(inputs) != len(g.input) or not all(
-                    vi.type.HasField("tensor_type") and isinstance(a, np.ndarray) for vi, a in zip(g.input, inputs)):
-                continue  # (sequences, optionals: not given as plain arrays)
-            for vi, arr in zip(g.input, inputs):
-                vi.type.tensor_type.ClearField("shape")
-                shape = vi.type.tensor_type.shape
-                for d in arr.shape:
-                    shape.dim.add().dim_value = d
-            for o in g.output:
-                if o.type.HasField("tensor_type"):
-                    o.type.tensor_type.ClearField("shape")
-            try:
-                result = shapeinfer.infer(m)
-            except shapeinfer.ShapeInferenceError as e:
-                refused.append((case.name, str(e)[:200]))
-                continue
-            for o, arr in zip(g.output, outputs):
-                s = result.shape(o.name) if isinstance(arr, np.ndarray) else None
-                if s is None:
-                    continue
-                compared += 1
-                if len(s) != arr.ndim or any(type(d) is int and d != a for d, a in zip(s, arr.shape)):
-                    wrong.append((case.name, o.name, s, arr.shape))
-    assert compared > 1500, compared
-    assert not wrong, wrong[:20]
-    assert not refused, refused[:20]
-
-
-@pytest.mark.parametrize("small_ints", [False, True], ids=["all-symbolic", "small-ints-constant"])
-def test_every_backend_node_case_with_symbolic_dims_gets_no_wrong_dim(small_ints):
-    """Every node case onnx ships, each input dim a symbol of its own (``small_ints``: an int
-    input of at most 16 elements -- axes, shapes, repeats -- an initializer holding its value
-    instead): every inferred dim, evaluated at the real sizes, is the real output's, and no
-    case is refused. Found: onnx's inference of Attention-23 (which answered for it then) gave
-    a 3-D output's last dim as 0 for a symbolic hidden size."""
-    import warnings
-
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper
-    from onnx.backend.test.case.node import collect_testcases
 
     import shapeinfer
     from shapeinfer.symbolic import EvaluationError, evaluate, free_symbols
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        all_cases = collect_testcases(None)
     wrong, refused, compared, exact = [], [], 0, 0
-    for case in all_cases:
-        for inputs, outputs in case.data_sets:
-            m = onnx.ModelProto()
-            m.CopyFrom(case.model)
-            g = m.graph
-            del g.value_info[:]
-            if len(inputs) != len(g.input) or not all(
-                    vi.type.HasField("tensor_type") and isinstance(a, np.ndarray) for vi, a in zip(g.input, inputs)):
+    for name, m, _, outputs, binding in conformance.every_case(dims, constants, skip=()):
+        try:
+            result = shapeinfer.infer(m)
+        except shapeinfer.ShapeInferenceError as e:
+            refused.append((name, str(e)[:200]))
+            continue
+        for o, arr in zip(m.graph.output, outputs):
+            shape = result.shape(o.name) if isinstance(arr, np.ndarray) else None
+            if shape is None:
                 continue
-            binding, kept = {}, []
-            for k, (vi, arr) in enumerate(zip(list(g.input), inputs)):
-                if small_ints and arr.dtype.kind in "iu" and arr.size <= 16:
-                    g.initializer.append(numpy_helper.from_array(arr, vi.name))
-                    continue
-                kept.append(vi)
-                vi.type.tensor_type.ClearField("shape")
-                shape = vi.type.tensor_type.shape
-                for j, d in enumerate(arr.shape):
-                    shape.dim.add().dim_param = f"i{k}_{j}"
-                    binding[f"i{k}_{j}"] = int(d)
-            del g.input[:]
-            g.input.extend(kept)
-            for o in g.output:
-                if o.type.HasField("tensor_type"):
-                    o.type.tensor_type.ClearField("shape")
-            try:
-                result = shapeinfer.infer(m)
-            except shapeinfer.ShapeInferenceError as e:
-                refused.append((case.name, str(e)[:200]))
+            compared += 1
+            if len(shape) != arr.ndim:
+                wrong.append((name, o.name, result.shape_strs(o.name), arr.shape))
                 continue
-            for o, arr in zip(g.output, outputs):
-                dims = result.shape(o.name) if isinstance(arr, np.ndarray) else None
-                if dims is None:
+            known = 0
+            for d, size in zip(shape, arr.shape):
+                if free_symbols(d) - set(binding):
+                    continue  # (a fresh symbol: unknown)
+                try:
+                    value = evaluate(d, binding)
+                except EvaluationError:
                     continue
-                compared += 1
-                if len(dims) != arr.ndim:
-                    wrong.append((case.name, o.name, result.shape_strs(o.name), arr.shape))
-                    continue
-                known = 0
-                for d, size in zip(dims, arr.shape):
-                    if free_symbols(d) - set(binding):
-                        continue  # (a fresh symbol: unknown)
-                    try:
-                        value = evaluate(d, binding)
-                    except EvaluationError:
-                        continue
-                    if value != size:
-                        wrong.append((case.name, o.name, result.shape_strs(o.name), arr.shape))
-                        break
-                    known += 1
-                exact += known == len(dims)
+                if value != size:
+                    wrong.append((name, o.name, result.shape_strs(o.name), arr.shape))
+                    break
+                known += 1
+            exact += known == len(shape)
     assert compared > 1600, compared
     assert not wrong, wrong[:20]
     assert not refused, refused[:20]
-    assert exact > (1700 if small_ints else 1450), exact  # (most are expressed, not given up)
+    assert exact > (1700 if constants == "small-ints" else 1450), exact  # (most are expressed, not given up)
+
+
+def _same_as_the_original(judged_of, cases, engine=None) -> tuple:
+    """(cases compared, the differences) over ``cases`` (conformance.every_case): ``judged_of``
+    turns each model into the one judged (a ShapeInferenceError: refused, not judged), which must load and give
+    the original's outputs bit for bit -- in onnxruntime (onnx.reference where onnxruntime cannot
+    run the original), or in ``engine`` only."""
+    from tests.adversarial.runner import Runtime, same_bits
+
+    import shapeinfer
+
+    bad, compared = [], 0
+    for name, m, feeds, _, _ in cases:
+        try:
+            judged = judged_of(m)
+        except shapeinfer.ShapeInferenceError:
+            continue  # (refused with a clear error: the tests above judge that)
+        original = Runtime(m, engine)
+        if not original.engine or engine and original.engine != engine:
+            continue
+        try:
+            want = original.run(feeds)
+        except Exception:  # noqa: BLE001 - the original does not run: nothing to compare
+            continue
+        rt = Runtime(judged, original.engine)
+        if not rt.engine:
+            bad.append((name, "does not load: " + rt.error[:200]))
+            continue
+        try:
+            got = rt.run(feeds)
+        except Exception as e:  # noqa: BLE001
+            bad.append((name, "fails: " + str(e)[:200]))
+            continue
+        compared += 1
+        for o in m.graph.output:
+            why = same_bits(want[o.name], got[o.name])
+            if why:
+                bad.append((name, original.engine, o.name, why))
+                break
+    return compared, bad
 
 
 @pytest.mark.parametrize("constants", ["none", "small-ints", "all"])
@@ -157,150 +118,28 @@ def test_every_backend_node_case_optimised_computes_the_same(constants):
     """Every node case onnx ships, its input dims symbolic, optimised: the result loads and gives
     the original's outputs bit for bit on the case's data (onnxruntime; onnx.reference where
     onnxruntime cannot run the original). ``constants``: which inputs become initializers --
-    none, the int inputs of at most 16 elements (axes, shapes: the shape paths), or all of them
-    (so that every op with a kernel is folded). Found: If branches returning optional types made
-    optimize crash inside onnx-graphsurgeon; SpaceToDepth-28 in CRD mode was folded as DCR."""
-    import warnings
-
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper
-    from onnx.backend.test.case.node import collect_testcases
-
+    none, the small int inputs (the shape paths), or all of them (so that every op with a kernel
+    is folded). Found: If branches returning optional types made optimize crash inside
+    onnx-graphsurgeon; SpaceToDepth-28 in CRD mode was folded as DCR; a decided If's other branch
+    failed onnxruntime's load-time check once the tensors it read were constants (inline-if)."""
     import shapeinfer
-    from tests.adversarial.runner import Runtime, same_bits
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        all_cases = collect_testcases(None)
-    bad, compared = [], 0
-    for case in all_cases:
-        if case.name.startswith("test_bernoulli"):
-            continue  # (random draws: two runs differ anyway)
-        for inputs, outputs in case.data_sets:
-            m = onnx.ModelProto()
-            m.CopyFrom(case.model)
-            g = m.graph
-            del g.value_info[:]
-            if len(inputs) != len(g.input) or not all(
-                    vi.type.HasField("tensor_type") and isinstance(a, np.ndarray) for vi, a in zip(g.input, inputs)):
-                continue
-            feeds, kept = {}, []
-            for k, (vi, arr) in enumerate(zip(list(g.input), inputs)):
-                if constants == "all" or constants == "small-ints" and arr.dtype.kind in "iu" and arr.size <= 16:
-                    try:
-                        g.initializer.append(numpy_helper.from_array(arr, vi.name))
-                        continue
-                    except Exception:  # noqa: BLE001 - a type numpy_helper cannot write: stays an input
-                        pass
-                kept.append(vi)
-                feeds[vi.name] = arr
-                vi.type.tensor_type.ClearField("shape")
-                for j in range(arr.ndim):
-                    vi.type.tensor_type.shape.dim.add().dim_param = f"i{k}_{j}"
-            del g.input[:]
-            g.input.extend(kept)
-            for o in g.output:
-                if o.type.HasField("tensor_type"):
-                    o.type.tensor_type.ClearField("shape")
-            try:
-                opt = shapeinfer.optimize(m)
-            except shapeinfer.ShapeInferenceError:
-                continue  # (refused with a clear error: test_every_backend_node_case_* judge that)
-            original = Runtime(m)
-            if not original.engine:
-                continue
-            try:
-                want = original.run(feeds)
-            except Exception:  # noqa: BLE001 - the original does not run: nothing to compare
-                continue
-            got_rt = Runtime(opt, original.engine)
-            if not got_rt.engine:
-                bad.append((case.name, "the optimised model does not load: " + got_rt.error[:200]))
-                continue
-            got = got_rt.run(feeds)
-            compared += 1
-            for o in g.output:
-                why = same_bits(want[o.name], got[o.name])
-                if why:
-                    bad.append((case.name, original.engine, o.name, why))
-                    break
+    compared, bad = _same_as_the_original(shapeinfer.optimize, conformance.every_case("symbolic", constants))
     assert compared > 1500, compared
     assert not bad, bad[:20]
 
 
-@pytest.mark.parametrize("small_ints", [False, True], ids=["all-symbolic", "small-ints-constant"])
-def test_every_backend_node_case_annotated_loads_and_computes_the_same(small_ints):
-    """Every node case onnx ships, input dims symbolic (``small_ints``: int inputs of at most 16
+@pytest.mark.parametrize("constants", ["none", "small-ints"])
+def test_every_backend_node_case_annotated_loads_and_computes_the_same(constants):
+    """Every node case onnx ships, input dims symbolic (``small-ints``: int inputs of at most 16
     elements as initializers), written back with its inferred shapes (infer_shapes): the model
-    loads in onnxruntime and gives the original's outputs bit for bit. Found: AffineGrid's
-    function decides Ifs on the input's rank; the shapes written on what the branch never taken
-    reads (and what that is computed from) made onnxruntime refuse that branch at load."""
-    import warnings
-
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper
-    from onnx.backend.test.case.node import collect_testcases
-
+    loads in onnxruntime -- the runtime that reads the shapes -- and gives the original's outputs
+    bit for bit. Found: AffineGrid's function decides Ifs on the input's rank; the shapes written
+    on what the branch never taken reads (and what that is computed from) made onnxruntime
+    refuse that branch at load."""
     import shapeinfer
-    from tests.adversarial.runner import Runtime, same_bits
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        all_cases = collect_testcases(None)
-    bad, compared = [], 0
-    for case in all_cases:
-        if case.name.startswith("test_bernoulli"):
-            continue
-        for inputs, outputs in case.data_sets:
-            m = onnx.ModelProto()
-            m.CopyFrom(case.model)
-            g = m.graph
-            del g.value_info[:]
-            if len(inputs) != len(g.input) or not all(
-                    vi.type.HasField("tensor_type") and isinstance(a, np.ndarray) for vi, a in zip(g.input, inputs)):
-                continue
-            feeds, kept = {}, []
-            for k, (vi, arr) in enumerate(zip(list(g.input), inputs)):
-                if small_ints and arr.dtype.kind in "iu" and arr.size <= 16:
-                    g.initializer.append(numpy_helper.from_array(arr, vi.name))
-                    continue
-                kept.append(vi)
-                feeds[vi.name] = arr
-                vi.type.tensor_type.ClearField("shape")
-                for j in range(arr.ndim):
-                    vi.type.tensor_type.shape.dim.add().dim_param = f"i{k}_{j}"
-            del g.input[:]
-            g.input.extend(kept)
-            for o in g.output:
-                if o.type.HasField("tensor_type"):
-                    o.type.tensor_type.ClearField("shape")
-            try:
-                annotated = shapeinfer.infer_shapes(m)
-            except shapeinfer.ShapeInferenceError:
-                continue
-            original = Runtime(m)
-            if original.engine != "onnxruntime":
-                continue  # (the written shapes are judged by the runtime that reads them)
-            try:
-                want = original.run(feeds)
-            except Exception:  # noqa: BLE001 - the original does not run: nothing to compare
-                continue
-            rt = Runtime(annotated, "onnxruntime")
-            if rt.engine != "onnxruntime":
-                bad.append((case.name, "the annotated model does not load: " + rt.error[:200]))
-                continue
-            try:
-                got = rt.run(feeds)
-            except Exception as e:  # noqa: BLE001
-                bad.append((case.name, "the annotated model fails: " + str(e)[:200]))
-                continue
-            compared += 1
-            for o in g.output:
-                why = same_bits(want[o.name], got[o.name])
-                if why:
-                    bad.append((case.name, o.name, why))
-                    break
+    compared, bad = _same_as_the_original(shapeinfer.infer_shapes, conformance.every_case("symbolic", constants),
+                                          engine="onnxruntime")
     assert compared > 1400, compared
     assert not bad, bad[:20]
