@@ -46,10 +46,12 @@ ROLE_VALUES = {
     "samples": [400, 1601, 800],  # audio: wav2vec2's feature extractor needs 400 samples
 }
 # Models whose image size is fixed by the architecture use their own values (SegFormer's
-# spatial-reduction convolutions need ~32 pixels a side).
+# spatial-reduction convolutions need ~32 pixels a side; DETR was exported for height and width
+# >= 32, its ResNet backbone's stride).
 MODEL_ROLE_VALUES = {
     "swin": {"height": [32, 64, 48], "width": [32, 48, 64]},
     "segformer": {"height": [64, 37, 101], "width": [64, 83, 45]},
+    "detr": {"height": [64, 37, 101], "width": [80, 45, 83]},
 }
 
 
