@@ -202,6 +202,8 @@ def _after_lenient_reshapes(graph, result) -> set:
     from ..fold.folder import outer_variables
 
     found: set = set()
+    if not any(node.op == "Reshape" and node.attrs.get("allowzero", 0) for node in graph.nodes):
+        return found  # (most models: one quick look)
     for node in graph.nodes:
         reads = [t.name for t in node.inputs]
         if any(hasattr(v, "nodes") for v in node.attrs.values()):
