@@ -7,9 +7,10 @@
   tensors it reads constants, onnxruntime's inference may refuse that branch (a Squeeze of a dim
   that is not 1 in the 2-D branch of AffineGrid's function, for a 3-D input).
 
-Kept: a branch that makes a name the main graph already uses (names are unique per model, but
-not every producer keeps them so), and an If whose output is a graph output that the branch
-returns from outside it (an outer tensor or a constant keeps its own name).
+A name the branch makes that the model uses elsewhere (in the main graph or in another
+subgraph: onnxruntime wants every name made once) is renamed; a graph output that the branch
+returns from outside it (an outer tensor, a constant) or that another output returns too is made
+by an Identity, so that it keeps its name.
 """
 
 from __future__ import annotations
@@ -35,6 +36,38 @@ def _known_condition(ctx, node):
     return None
 
 
+def _names_in_use(ctx) -> set:
+    """ctx._names with every name of every subgraph added, once per run (each is made once in
+    the whole model: a branch moved into the main graph must not make one of them)."""
+    if ctx._names is None:
+        ctx._names = set(ctx.graph.tensors())
+    if not ctx.memo.get("inline-if-names"):
+        stack = [v for n in ctx.graph.nodes for v in n.attrs.values() if isinstance(v, gs.Graph)]
+        while stack:
+            g = stack.pop()
+            ctx._names.update(t.name for t in g.inputs)
+            for n in g.nodes:
+                ctx._names.update(t.name for t in n.outputs)
+                ctx._names.update(t.name for t in n.inputs if isinstance(t, gs.Constant))
+                stack.extend(v for v in n.attrs.values() if isinstance(v, gs.Graph))
+        ctx.memo["inline-if-names"] = {0: True}
+    return ctx._names
+
+
+def _outer_tensors(ctx, node) -> dict:
+    """name -> tensor for the tensors node's branches may read from the graph: the main graph's,
+    and those its branches' nodes read without making them (onnx-graphsurgeon shares those)."""
+    found = dict(ctx.graph.tensors())
+    for v in node.attrs.values():
+        if isinstance(v, gs.Graph):
+            mine = {t.name for n in v.nodes for t in n.outputs}
+            for n in v.nodes:
+                for t in n.inputs:
+                    if t.name and t.name not in mine:
+                        found.setdefault(t.name, t)
+    return found
+
+
 @register
 class InlineIfPass(RewritePass):
     name = "inline-if"
@@ -50,38 +83,56 @@ class InlineIfPass(RewritePass):
         branch = node.attrs.get("then_branch" if taken else "else_branch")
         if not isinstance(branch, gs.Graph) or len(branch.outputs) != len(node.outputs) or branch.inputs:
             return Decline("kept: its branch does not match its outputs")
-        made = {t.name for n in branch.nodes for t in n.outputs if t.name}
-        made.update(t.name for n in branch.nodes for t in n.inputs
-                    if isinstance(t, gs.Constant) and t.name and not t.inputs)  # (the branch's initializers)
-        made -= {t.name for t in node.inputs}
-        outer = {t.name for t in node.outputs}
-        if ctx._names is None:
-            ctx._names = set(ctx.graph.tensors())
-        clash = sorted(n for n in made if n in ctx._names and n not in outer)
-        if clash:
-            return Decline(f"kept: its branch makes {clash[0]!r}, a name the graph already uses")
-        mine = {id(t) for n in branch.nodes for t in n.outputs}
-        renamed = set()
-        for out, ret in zip(node.outputs, branch.outputs):
-            if out.name in ctx.graph_outputs:
-                if id(ret) not in mine or id(ret) in renamed or ret.name in ctx.graph_outputs:
-                    return Decline("kept: a graph output it makes is a tensor from outside the branch")
-                renamed.add(id(ret))
-        return Match(branch=branch, taken=taken, made=made)
+        # A branch output that the branch does not make is a tensor of the graph around it, which
+        # onnx-graphsurgeon imports as a tensor of its own: the graph's tensor of that name.
+        made = {id(t) for n in branch.nodes for t in n.outputs}
+        outer = None
+        returns = []
+        for ret in branch.outputs:
+            if id(ret) not in made and not isinstance(ret, gs.Constant):
+                if outer is None:
+                    outer = _outer_tensors(ctx, node)
+                ret = outer.get(ret.name)
+                if ret is None:
+                    return Decline("kept: its branch returns a tensor the graph does not make")
+            returns.append(ret)
+        return Match(branch=branch, taken=taken, returns=returns)
 
     def rewrite(self, ctx, node, match) -> str:
         branch = match.branch
         graph = ctx.graph
+        in_use = _names_in_use(ctx)
+        outer = {id(t) for t in graph.tensors().values()}  # (the main graph's, which the branch may read)
+        local = {}  # id -> tensor the branch makes: its nodes' outputs and its own constants
+        for n in branch.nodes:
+            for t in n.outputs:
+                local[id(t)] = t
+            for t in n.inputs:
+                if isinstance(t, gs.Constant) and id(t) not in outer:
+                    local[id(t)] = t
+        for t in branch.outputs:
+            if isinstance(t, gs.Constant) and id(t) not in outer:
+                local[id(t)] = t
+        for t in local.values():  # (they are now names of the main graph: each once in the model)
+            if t.name and t.name in in_use:
+                t.name = ctx.unique_name(t.name)
+            elif t.name:
+                in_use.add(t.name)
         nodes = graph.nodes
         at = next(k for k, n in enumerate(nodes) if n is node)
         moved = list(branch.nodes)
-        nodes[at:at] = moved  # (in place: the branch's nodes where the If was, in their order)
-        ctx._names.update(match.made)
-        for out, ret in zip(list(node.outputs), list(branch.outputs)):
+        named = set()  # branch tensors that took a graph output's name
+        for out, ret in zip(list(node.outputs), match.returns):
+            target = ret
             if out.name in ctx.graph_outputs:
-                ret.name = out.name  # the graph output keeps its name
-                graph.outputs = [ret if t is out else t for t in graph.outputs]
-            else:
-                replace_uses(graph, out, ret)
+                if id(ret) in local and id(ret) not in named and ret.name not in ctx.graph_outputs:
+                    named.add(id(ret))
+                    ret.name = out.name  # the graph output keeps its name
+                else:  # returned from outside the branch, or under a second name: an Identity makes it
+                    target = gs.Variable(out.name, dtype=out.dtype, shape=out.shape)
+                    moved.append(gs.Node("Identity", inputs=[ret], outputs=[target]))
+                graph.outputs = [target if t is out else t for t in graph.outputs]
+            replace_uses(graph, out, target)
         remove_node(node)
+        nodes[at:at] = moved  # (in place: the branch's nodes where the If was, in their order)
         return f"the condition is {match.taken}: replaced by its {'then' if match.taken else 'else'} branch ({len(moved)} node(s))"
