@@ -437,3 +437,16 @@ def test_optimize_keeps_optional_types_declared_by_if_branches():
         want = ort.InferenceSession(case.model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
         got = ort.InferenceSession(out.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
         assert repr(want) == repr(got)
+
+
+def test_optimize_refuses_a_subgraph_name_that_shadows_an_outer_one():
+    """A branch initializer ``w`` beside the main graph's ``w`` (a review): onnxruntime reads the
+    branch's own; onnx-graphsurgeon resolves the name to the outer one, and any optimize run
+    turned x*2 into x*3. optimize refuses such a model with a clear error naming the node."""
+    m = parser.parse_model('<ir_version: 9, opset_import: ["" : 18]>\n'
+                           "g (float[N,3] x, bool k) => (float[N,3] y, float[N,3] u) <float w = {3.0}> { u = Add(x, w)"
+                           "  y = If(k) <then_branch = tb () => (float[N,3] a) <float w = {2.0}> { a = Mul(x, w) },"
+                           " else_branch = eb () => (float[N,3] b) { b = Abs(x) }> }")
+    with pytest.raises(shapeinfer.ShapeInferenceError, match="defines 'w', a name the graph around it defines too"):
+        shapeinfer.optimize(m, passes=["remove-identity"])
+    shapeinfer.infer(m)  # (inference keeps the scopes apart: no refusal there)

@@ -149,3 +149,56 @@ def test_a_branch_reading_an_outer_constant_is_inlined():
         "  y = If(c) <then_branch = tb () => (float[?] p) { p = Squeeze(x, one) },"
         " else_branch = eb () => (float[?] q) { q = ReduceSum<keepdims = 0>(x, one) }> }",
         [{"x": np.ones((3, 8), np.float32)}, {"x": np.ones((0, 8), np.float32)}])
+
+
+NESTED = (
+    "g (float[N,8] x, bool k) => (float[?] y) { f0 = Constant<value = int64[2] {1, -4}>()  f = Neg(f0)"
+    "  t = Reshape(x, f)  one = Constant<value = int64[1] {1}>()  d1 = Shape<start = 1, end = 2>(t)"
+    "  c1 = Equal(d1, one)  c = Squeeze(c1)  tc = Constant<value = int64 {1}>()"
+    "  y = Loop(tc, k) <body = lb (int64 i, bool ci) => (bool co, float[?] yy) { co = Identity(ci)"
+    "     yy = If(c) <then_branch = tb () => (float[?] p) { p = Squeeze(t, one) },"
+    "                 else_branch = eb () => (float[?] q) { q = ReduceSum<keepdims = 0>(t, one) }> }> }")
+
+
+def test_a_decided_if_in_a_loop_body_is_inlined_there_and_the_files_load():
+    """The AffineGrid pattern inside a Loop body (its condition and t from the main graph), found
+    by a review: once folding made t's shape [2*N, 4] visible, onnxruntime refused the branch
+    never taken (a Squeeze of that 4) -- in optimize's output, and in infer_shapes' through the
+    shape written on t. inline-if now inlines such an If in its body; infer_shapes leaves the
+    declarations of what the other branch reads alone."""
+    model = parser.parse_model(H + NESTED)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    feeds = {"x": np.ones((3, 8), np.float32), "k": np.array(True)}
+    want = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+    report = OptimizeReport()
+    out = shapeinfer.optimize(model, report=report)
+    assert report.changes.get("inline-if"), report.changes
+    for written in (out, shapeinfer.infer_shapes(model)):
+        got = ort.InferenceSession(written.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+        assert [w.tobytes() for w in want] == [g.tobytes() for g in got]
+
+
+def test_infer_shapes_of_a_call_of_a_function_holding_a_decided_if_loads():
+    """The same If inside a model-local function: onnxruntime inlines the call and checks the
+    branch never taken with the shapes the call's input has. infer_shapes leaves the declarations
+    of what such a call reads (and what that is computed from) as the model had them."""
+    model = parser.parse_model("""<ir_version: 9, opset_import: ["" : 18, "local" : 1]>
+        g (float[N,8] x) => (float[?] y) {
+          f0 = Constant<value = int64[2] {1, -4}>()  f = Neg(f0)  t = Reshape(x, f)
+          y = local.F(t)
+        }
+        <domain: "local", opset_import: ["" : 18]>
+        F (a) => (r) {
+          one = Constant<value = int64[1] {1}>()  d1 = Shape<start = 1, end = 2>(a)  c1 = Equal(d1, one)
+          c = Squeeze(c1)
+          r = If(c) <then_branch = tb () => (float[?] p) { p = Squeeze(a, one) },
+                     else_branch = eb () => (float[?] q) { q = ReduceSum<keepdims = 0>(a, one) }>
+        }""")
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    feeds = {"x": np.ones((3, 8), np.float32)}
+    want = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+    written = shapeinfer.infer_shapes(model)
+    got = ort.InferenceSession(written.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+    assert [w.tobytes() for w in want] == [g.tobytes() for g in got]

@@ -49,6 +49,7 @@ class NodeIO:
     ins: list
     outs: list
     in_order: bool = True  # every node after the producers of what it reads (its subgraphs' reads too)
+    has_subgraphs: bool = False  # some node holds a graph attribute
 
 
 def validate_structure(model: ModelProto) -> NodeIO:
@@ -154,7 +155,7 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
             add("dangling-input", f"graph output {o.name!r} is produced by nothing{where}")
             found = True
     if io is not None:
-        io.append(NodeIO(nodes, ins, outs, in_order))
+        io.append(NodeIO(nodes, ins, outs, in_order, bool(with_graphs)))
     cycle = None if in_order else find_cycle(nodes, deps, producer)
     if cycle is not None:
         add("not-a-dag", f"the graph has a cycle through this node{where}: "
@@ -170,6 +171,32 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
                 names = names if names is not None else set(producer) | outer
                 found |= _walk(g, names, add)
     return found
+
+
+def shadowed_name(graph) -> Optional[tuple]:
+    """(name, node) for the first subgraph (of ``node``) that defines a name -- an input, an
+    initializer, a node output -- the graphs around it define too, else None. onnxruntime reads
+    the inner one there; a library that resolves names across scopes (onnx-graphsurgeon) reads
+    the outer one."""
+    stack = [(graph, frozenset())]
+    while stack:
+        g, outer = stack.pop()
+        here = {t.name for t in g.input} | {t.name for t in g.initializer} \
+            | {t.values.name for t in g.sparse_initializer} | {o for n in g.node for o in n.output if o}
+        for n in g.node:
+            if not _has_subgraph(n):
+                continue
+            scope = outer | here
+            for a in n.attribute:
+                for body in ([a.g] if a.type == _GRAPH else a.graphs if a.type == _GRAPHS else ()):
+                    defined = chain((t.name for t in body.input), (t.name for t in body.initializer),
+                                    (t.values.name for t in body.sparse_initializer),
+                                    (o for m in body.node for o in m.output if o))
+                    clash = next((d for d in defined if d in scope), None)
+                    if clash is not None:
+                        return clash, n
+                    stack.append((body, scope))
+    return None
 
 
 def find_cycle(nodes, ins, producer: dict) -> Optional[list]:

@@ -113,32 +113,44 @@ def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
     return {name for name, dims in seen.items() if len(dims) == 1 and NAME_RE.match(name) and name not in in_use}
 
 
-def _outputs_of_decided_ifs(graph, result: InferenceResult) -> set:
-    """For each If of the main graph whose condition inference knows: its outputs, and the
-    tensors its branch never taken reads from the main graph with all they are computed from.
-    onnxruntime checks both branches when it loads a model, with the types declared on what they
-    read and make, and what its own inference computes from them: a shape the taken branch gives
-    (the If's output) or that the other branch was never meant to see (a 3-D grid read by the 2-D
-    branch of AffineGrid's function, which squeezes a dim that is then 4) makes it refuse the
-    model. Their declarations are left as the model has them, so onnxruntime sees what it saw."""
+def _outputs_of_decided_ifs(graph, result: InferenceResult, functions=()) -> set:
+    """For each If whose condition inference knows -- in the main graph, or nested in a body with
+    its condition from the main graph: its outputs (the main graph's), and the tensors its branch
+    never taken reads from the main graph, with all they are computed from. For a call of a
+    model-local function holding an If, whose condition may be decided at that call: what the
+    call reads, with all it is computed from. onnxruntime checks both branches when it loads a
+    model, with the types declared on what they read and make, and what its own inference
+    computes from them: a shape the taken branch gives (the If's output) or that the other branch
+    was never meant to see (a 3-D grid read by the 2-D branch of AffineGrid's function, which
+    squeezes a dim that is then 4) makes it refuse the model. Their declarations are left as the
+    model has them, so that onnxruntime sees what it saw."""
     from ..graph.structure import implicit_inputs
 
     out: set = set()
     reads: list = []
-    for n in graph.node:
-        if n.op_type == "If" and n.domain in ("", "ai.onnx") and n.input:
+    with_if = {(f.domain, f.name) for f in functions if _holds_if(f.node)}
+    stack = [(n, True) for n in graph.node]  # (node, in the main graph)
+    while stack:
+        n, main = stack.pop()
+        op = n.op_type
+        if with_if and (n.domain, op) in with_if:
+            reads.extend(i for i in n.input if i)
+        if op == "If" and n.domain in ("", "ai.onnx") and n.input:
             fact = result.facts.get(n.input[0])
-            if fact is None or fact.value is None or fact.value.size != 1:
-                continue
-            out.update(o for o in n.output if o)
-            try:
-                taken = bool(fact.value.reshape(-1)[0])
-            except (TypeError, ValueError):  # (an element that is not a plain number: both)
-                taken = None
-            other = NodeProto()
-            other.attribute.extend(a for a in n.attribute
-                                   if taken is None or a.name == ("else_branch" if taken else "then_branch"))
-            reads.extend(implicit_inputs(other))
+            if fact is not None and fact.value is not None and fact.value.size == 1:
+                if main:
+                    out.update(o for o in n.output if o)
+                try:
+                    taken = bool(fact.value.reshape(-1)[0])
+                except (TypeError, ValueError):  # (an element that is not a plain number: both)
+                    taken = None
+                other = NodeProto()
+                other.attribute.extend(a for a in n.attribute
+                                       if taken is None or a.name == ("else_branch" if taken else "then_branch"))
+                reads.extend(implicit_inputs(other))
+        for a in n.attribute:
+            for g in ([a.g] if a.type == a.GRAPH else a.graphs if a.type == a.GRAPHS else ()):
+                stack.extend((m, False) for m in g.node)
     if reads:  # (and what they are computed from: one walk back over their producers)
         made = {o: n for n in graph.node for o in n.output if o}
         seen: set = set()
@@ -154,6 +166,18 @@ def _outputs_of_decided_ifs(graph, result: InferenceResult) -> set:
                 reads.extend(i for i in node.input if i)
                 reads.extend(implicit_inputs(node))
     return out
+
+
+def _holds_if(nodes) -> bool:
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if n.op_type == "If":
+            return True
+        for a in n.attribute:
+            for g in ([a.g] if a.type == a.GRAPH else a.graphs if a.type == a.GRAPHS else ()):
+                stack.extend(g.node)
+    return False
 
 
 def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None,
@@ -187,7 +211,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     input_names = {d.dim_param for i in g.input if i.name not in inits and i.type.HasField("tensor_type")
                    for d in i.type.tensor_type.shape.dim if d.dim_param}
     kept = _consistent_names(g, result, input_names)
-    known_elsewhere |= _outputs_of_decided_ifs(g, result)
+    known_elsewhere |= _outputs_of_decided_ifs(g, result, out.functions)
     appended: list = []  # new value_info entries, as wire bytes (see modelio/wire.py)
     by_kid: dict = {}  # Fact.kid -> its type's bytes (facts with one number have one type)
     facts = result.facts

@@ -17,13 +17,13 @@ from typing import Callable, Optional
 
 from onnx import AttributeProto, ModelProto, helper
 
-from ..errors import ModelLoadError
+from ..errors import ModelLoadError, ShapeInferenceError
 from ..infer.overrides import check_input_shapes
 from ..infer.dim_names import identifier_dim_names
 from ..infer.run import check_dim_names, infer
 from ..symbolic import to_str
 from ..modelio.load import load_model
-from ..graph.structure import topological_order, validate_structure
+from ..graph.structure import node_label, shadowed_name, topological_order, validate_structure
 from ..infer.engine import paused_gc
 from ..infer.protos import clear_negative_dims
 from ..fold.folder import DEFAULT_BUDGET_BYTES
@@ -275,6 +275,14 @@ class PassManager:
             _sorted_nodes(copy.graph)
             src = copy
             io = validate_structure(src)
+        if io.has_subgraphs:
+            shadow = shadowed_name(src.graph)
+            if shadow is not None:
+                name, node = shadow
+                raise ShapeInferenceError(
+                    f"a subgraph of this node defines {name!r}, a name the graph around it defines too: onnxruntime "
+                    "reads the inner one there, but optimize's graph library would read the outer one and change "
+                    "what the model computes; rename one of them", node_name=node_label(node), op_type=node.op_type)
         report = report if report is not None else OptimizeReport()
         report.before = model_stats(src)
         report.assumptions.extend(p.assumption for p in self.passes if p.assumption)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_graphsurgeon as gs
 
-from .base import NO_MATCH, Decline, Match, RewritePass, register
+from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
 from .graph_ops import constant_input, remove_node, replace_uses
 
 
@@ -54,10 +54,13 @@ def _names_in_use(ctx) -> set:
     return ctx._names
 
 
-def _outer_tensors(ctx, node) -> dict:
-    """name -> tensor for the tensors node's branches may read from the graph: the main graph's,
-    and those its branches' nodes read without making them (onnx-graphsurgeon shares those)."""
-    found = dict(ctx.graph.tensors())
+def _outer_tensors(scopes: list, node) -> dict:
+    """name -> tensor for the tensors node's branches may read from the graphs around them
+    (``scopes``), and those its branches' nodes read without making them (onnx-graphsurgeon
+    shares those)."""
+    found: dict = {}
+    for g in scopes:
+        found.update(g.tensors())
     for v in node.attrs.values():
         if isinstance(v, gs.Graph):
             mine = {t.name for n in v.nodes for t in n.outputs}
@@ -68,71 +71,104 @@ def _outer_tensors(ctx, node) -> dict:
     return found
 
 
+def _plan(ctx, node, scopes: list):
+    """The Match for inlining If ``node`` of the graph scopes[-1], or why it is kept."""
+    if not node.outputs or not node.inputs:
+        return NO_MATCH
+    taken = _known_condition(ctx, node)
+    if taken is None:
+        return NO_MATCH
+    branch = node.attrs.get("then_branch" if taken else "else_branch")
+    if not isinstance(branch, gs.Graph) or len(branch.outputs) != len(node.outputs) or branch.inputs:
+        return Decline("kept: its branch does not match its outputs")
+    # A branch output that the branch does not make is a tensor of the graph around it, which
+    # onnx-graphsurgeon imports as a tensor of its own: the graph's tensor of that name.
+    made = {id(t) for n in branch.nodes for t in n.outputs}
+    outer = None
+    returns = []
+    for ret in branch.outputs:
+        if id(ret) not in made and not isinstance(ret, gs.Constant):
+            if outer is None:
+                outer = _outer_tensors(scopes, node)
+            ret = outer.get(ret.name)
+            if ret is None:
+                return Decline("kept: its branch returns a tensor the graph does not make")
+        returns.append(ret)
+    return Match(branch=branch, taken=taken, returns=returns, scopes=scopes)
+
+
+def _inline(ctx, node, match, keep: set) -> str:
+    """Replace If ``node`` of the graph match.scopes[-1] by the nodes of its taken branch;
+    ``keep``: the names of that graph's outputs (they keep their names)."""
+    branch, scopes = match.branch, match.scopes
+    graph = scopes[-1]
+    in_use = _names_in_use(ctx)
+    outer = {id(t) for g in scopes for t in g.tensors().values()}  # (what the branch may read)
+    local = {}  # id -> tensor the branch makes: its nodes' outputs and its own constants
+    for n in branch.nodes:
+        for t in n.outputs:
+            local[id(t)] = t
+        for t in n.inputs:
+            if isinstance(t, gs.Constant) and id(t) not in outer:
+                local[id(t)] = t
+    for t in branch.outputs:
+        if isinstance(t, gs.Constant) and id(t) not in outer:
+            local[id(t)] = t
+    for t in local.values():  # (they are now names of the graph around: each once in the model)
+        if t.name and t.name in in_use:
+            t.name = ctx.unique_name(t.name)
+        elif t.name:
+            in_use.add(t.name)
+    moved = list(branch.nodes)
+    named = set()  # branch tensors that took an output's name
+    for out, ret in zip(list(node.outputs), match.returns):
+        target = ret
+        if out.name in keep:
+            if id(ret) in local and id(ret) not in named and ret.name not in keep:
+                named.add(id(ret))
+                ret.name = out.name  # the graph output keeps its name
+            else:  # returned from outside the branch, or under a second name: an Identity makes it
+                target = gs.Variable(out.name, dtype=out.dtype, shape=out.shape)
+                moved.append(gs.Node("Identity", inputs=[ret], outputs=[target]))
+            graph.outputs = [target if t is out else t for t in graph.outputs]
+        replace_uses(graph, out, target)
+    remove_node(node)
+    nodes = graph.nodes
+    at = next(k for k, n in enumerate(nodes) if n is node)
+    # (in place: the branch's nodes where the If was, in their order; the If stays behind them in
+    # the main graph, without outputs, until dead nodes go -- a body drops it here)
+    nodes[at:at + (0 if graph is ctx.graph else 1)] = moved
+    return f"the condition is {match.taken}: replaced by its {'then' if match.taken else 'else'} branch ({len(moved)} node(s))"
+
+
 @register
 class InlineIfPass(RewritePass):
     name = "inline-if"
     description = "an If whose condition is known becomes the nodes of the branch it takes"
     ops = ("If",)
 
+    def run(self, ctx) -> PassResult:
+        result = PassResult()
+        self.rewrite_each(ctx, self.ops, self.check, self.rewrite, result)
+        # then the Ifs nested in bodies whose condition is known (a constant, or a main-graph
+        # tensor inference knows): onnxruntime checks their branches at load just the same
+        stack = [(v, [ctx.graph]) for n in ctx.graph.nodes if n.outputs for v in n.attrs.values()
+                 if isinstance(v, gs.Graph)]
+        while stack:
+            body, scopes = stack.pop()
+            scopes = scopes + [body]
+            for n in list(body.nodes):
+                if ctx.op(n) == "If":
+                    found = _plan(ctx, n, scopes)
+                    if found:
+                        result.change(n, _inline(ctx, n, found, {t.name for t in body.outputs}))
+                    elif found.reason:
+                        result.decline(n, found.reason)
+            stack.extend((v, scopes) for n in body.nodes for v in n.attrs.values() if isinstance(v, gs.Graph))
+        return result
+
     def check(self, ctx, node):
-        if not node.outputs or not node.inputs:
-            return NO_MATCH
-        taken = _known_condition(ctx, node)
-        if taken is None:
-            return NO_MATCH
-        branch = node.attrs.get("then_branch" if taken else "else_branch")
-        if not isinstance(branch, gs.Graph) or len(branch.outputs) != len(node.outputs) or branch.inputs:
-            return Decline("kept: its branch does not match its outputs")
-        # A branch output that the branch does not make is a tensor of the graph around it, which
-        # onnx-graphsurgeon imports as a tensor of its own: the graph's tensor of that name.
-        made = {id(t) for n in branch.nodes for t in n.outputs}
-        outer = None
-        returns = []
-        for ret in branch.outputs:
-            if id(ret) not in made and not isinstance(ret, gs.Constant):
-                if outer is None:
-                    outer = _outer_tensors(ctx, node)
-                ret = outer.get(ret.name)
-                if ret is None:
-                    return Decline("kept: its branch returns a tensor the graph does not make")
-            returns.append(ret)
-        return Match(branch=branch, taken=taken, returns=returns)
+        return _plan(ctx, node, [ctx.graph])
 
     def rewrite(self, ctx, node, match) -> str:
-        branch = match.branch
-        graph = ctx.graph
-        in_use = _names_in_use(ctx)
-        outer = {id(t) for t in graph.tensors().values()}  # (the main graph's, which the branch may read)
-        local = {}  # id -> tensor the branch makes: its nodes' outputs and its own constants
-        for n in branch.nodes:
-            for t in n.outputs:
-                local[id(t)] = t
-            for t in n.inputs:
-                if isinstance(t, gs.Constant) and id(t) not in outer:
-                    local[id(t)] = t
-        for t in branch.outputs:
-            if isinstance(t, gs.Constant) and id(t) not in outer:
-                local[id(t)] = t
-        for t in local.values():  # (they are now names of the main graph: each once in the model)
-            if t.name and t.name in in_use:
-                t.name = ctx.unique_name(t.name)
-            elif t.name:
-                in_use.add(t.name)
-        nodes = graph.nodes
-        at = next(k for k, n in enumerate(nodes) if n is node)
-        moved = list(branch.nodes)
-        named = set()  # branch tensors that took a graph output's name
-        for out, ret in zip(list(node.outputs), match.returns):
-            target = ret
-            if out.name in ctx.graph_outputs:
-                if id(ret) in local and id(ret) not in named and ret.name not in ctx.graph_outputs:
-                    named.add(id(ret))
-                    ret.name = out.name  # the graph output keeps its name
-                else:  # returned from outside the branch, or under a second name: an Identity makes it
-                    target = gs.Variable(out.name, dtype=out.dtype, shape=out.shape)
-                    moved.append(gs.Node("Identity", inputs=[ret], outputs=[target]))
-                graph.outputs = [target if t is out else t for t in graph.outputs]
-            replace_uses(graph, out, target)
-        remove_node(node)
-        nodes[at:at] = moved  # (in place: the branch's nodes where the If was, in their order)
-        return f"the condition is {match.taken}: replaced by its {'then' if match.taken else 'else'} branch ({len(moved)} node(s))"
+        return _inline(ctx, node, match, ctx.graph_outputs)
