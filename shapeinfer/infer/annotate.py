@@ -127,6 +127,8 @@ def _outputs_of_decided_ifs(graph, result: InferenceResult, functions=()) -> set
     from ..graph.structure import implicit_inputs
 
     out: set = set()
+    if not getattr(result, "saw_if", True) and not functions:
+        return out  # (no If inferred, none to decide; no function to call one: nothing to walk for)
     reads: list = []
     with_if = {(f.domain, f.name) for f in functions if _holds_if(f.node)}
     stack = [(n, True) for n in graph.node]  # (node, in the main graph)

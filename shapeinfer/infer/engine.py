@@ -128,6 +128,7 @@ class Engine:
         self._contextual = 0
         self._wrapped = False  # some value holds a Wrapped element (made unknown after the walk)
         self.any_unsure = False  # some fact is unsure (Fact.unsure): run_nodes carries it on
+        self.saw_if = False  # an If was inferred (annotate: its branches may need their declarations kept)
         self.node_io = None  # the main graph's NodeIO, when the caller has read it (infer's node_io)
         self._tables: dict = {}  # id(a dict of facts) -> [that dict, facts read, its _ScopeTable]
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}

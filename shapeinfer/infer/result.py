@@ -30,6 +30,7 @@ class InferenceResult:
         self.facts: dict = engine.facts
         self.diagnostics: list = engine.diagnostics
         self.minted: dict = dict(engine.symbols.minted)
+        self.saw_if: bool = engine.saw_if  # an If was inferred (in the graph, a body or a function)
         self._unknown_dims: dict = {}  # dim -> is_unknown_dim(dim)
         self._produced: list = engine.produced
         # inputs whose shapes come from the caller's input_shapes: given, or sharing a given dim

@@ -26,9 +26,10 @@ def _merge(ctx, a: Fact, b: Fact) -> Fact:
 def if_(ctx):
     cond = ctx.input(0)
     then_g, else_g = ctx.attr("then_branch"), ctx.attr("else_branch")
+    eng = ctx.engine
+    eng.saw_if = True
     if then_g is None or else_g is None:
         return None
-    eng = ctx.engine
     flat = cond.known_elements() if cond is not None else None
     if flat is not None and len(flat) == 1 and isinstance(flat[0], bool):
         g = then_g if flat[0] else else_g
