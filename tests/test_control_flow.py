@@ -447,6 +447,21 @@ def test_optimize_refuses_a_subgraph_name_that_shadows_an_outer_one():
                            "g (float[N,3] x, bool k) => (float[N,3] y, float[N,3] u) <float w = {3.0}> { u = Add(x, w)"
                            "  y = If(k) <then_branch = tb () => (float[N,3] a) <float w = {2.0}> { a = Mul(x, w) },"
                            " else_branch = eb () => (float[N,3] b) { b = Abs(x) }> }")
-    with pytest.raises(shapeinfer.ShapeInferenceError, match="defines 'w', a name the graph around it defines too"):
+    with pytest.raises(shapeinfer.ShapeInferenceError, match="initializer 'w', a name the graph around it defines too"):
         shapeinfer.optimize(m, passes=["remove-identity"])
     shapeinfer.infer(m)  # (inference keeps the scopes apart: no refusal there)
+    # a Loop body input named like an outer tensor is a tensor of its own to the importer too:
+    # optimized, and onnxruntime gives the same
+    import onnxruntime as ort
+
+    loop = parser.parse_model('<ir_version: 9, opset_import: ["" : 18]>\n'
+                              "g (float[N] v, int64 trip, bool k) => (float[N] out, float[N] w) { w = Neg(v)"
+                              "  out = Loop(trip, k, v) <body = b (int64 i, bool ci, float[N] v) => (bool co, float[N] vo) {"
+                              " co = Identity(ci)  vo = Add(v, v) }> }")
+    feeds = {"v": np.array([1.0, 2.0], np.float32), "trip": np.array(2, np.int64), "k": np.array(True)}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(loop.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    out = shapeinfer.optimize(loop)
+    got = ort.InferenceSession(out.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    assert [w.tobytes() for w in want] == [g.tobytes() for g in got]

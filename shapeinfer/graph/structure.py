@@ -174,10 +174,10 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
 
 
 def shadowed_name(graph) -> Optional[tuple]:
-    """(name, node) for the first subgraph (of ``node``) that defines a name -- an input, an
-    initializer, a node output -- the graphs around it define too, else None. onnxruntime reads
-    the inner one there; a library that resolves names across scopes (onnx-graphsurgeon) reads
-    the outer one."""
+    """(name, node) for the first subgraph (of ``node``) holding an initializer whose name the
+    graphs around it define too, else None. onnxruntime reads the inner one there; onnx-
+    graphsurgeon's importer resolves an initializer's name to the outer tensor. (A body input of
+    an outer name is a tensor of its own there; a node output of one, onnxruntime refuses.)"""
     stack = [(graph, frozenset())]
     while stack:
         g, outer = stack.pop()
@@ -189,9 +189,7 @@ def shadowed_name(graph) -> Optional[tuple]:
             scope = outer | here
             for a in n.attribute:
                 for body in ([a.g] if a.type == _GRAPH else a.graphs if a.type == _GRAPHS else ()):
-                    defined = chain((t.name for t in body.input), (t.name for t in body.initializer),
-                                    (t.values.name for t in body.sparse_initializer),
-                                    (o for m in body.node for o in m.output if o))
+                    defined = chain((t.name for t in body.initializer), (t.values.name for t in body.sparse_initializer))
                     clash = next((d for d in defined if d in scope), None)
                     if clash is not None:
                         return clash, n

@@ -280,9 +280,9 @@ class PassManager:
             if shadow is not None:
                 name, node = shadow
                 raise ShapeInferenceError(
-                    f"a subgraph of this node defines {name!r}, a name the graph around it defines too: onnxruntime "
-                    "reads the inner one there, but optimize's graph library would read the outer one and change "
-                    "what the model computes; rename one of them", node_name=node_label(node), op_type=node.op_type)
+                    f"a subgraph of this node holds an initializer {name!r}, a name the graph around it defines too: "
+                    "onnxruntime reads the inner one there, but optimize's graph library would read the outer one and "
+                    "change what the model computes; rename one of them", node_name=node_label(node), op_type=node.op_type)
         report = report if report is not None else OptimizeReport()
         report.before = model_stats(src)
         report.assumptions.extend(p.assumption for p in self.passes if p.assumption)
