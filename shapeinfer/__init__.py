@@ -10,7 +10,8 @@ from onnx import ModelProto
 
 from .api import InferenceResult, annotate, infer, infer_shapes, load_model
 from .fold.folder import DEFAULT_BUDGET_BYTES
-from .errors import BindError, ExternalDataError, InputShapeContradiction, InputShapeError, ModelLoadError, ShapeInferenceError
+from .errors import (BindError, ExternalDataError, InputShapeContradiction, InputShapeError, ModelLoadError,
+                     ShapeInferenceError, UnsupportedModelError)
 
 
 def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None, write_shapes: bool = True,
@@ -36,8 +37,9 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
 
     Raises :class:`ShapeInferenceError` (an invalid model), :class:`InputShapeError` (input
     shapes malformed, naming no input, or contradicting the model), ``ValueError`` (an unknown
-    pass name), :class:`ModelLoadError` (an unreadable path), ``TypeError`` (an argument of the
-    wrong type)."""
+    pass name), :class:`ModelLoadError` (an unreadable path), :class:`UnsupportedModelError` (a
+    valid model it cannot rewrite safely, saying what to change), ``TypeError`` (an argument of
+    the wrong type)."""
     from .optimizer import optimize as _optimize
 
     return _optimize(model, passes=passes, skip=skip, input_shapes=input_shapes, write_shapes=write_shapes,
@@ -96,6 +98,7 @@ __all__ = [
     "CostReport",
     "CheckReport",
     "OptimizeReport",
+    "UnsupportedModelError",
     "ExternalDataError",
     "InferenceResult",
     "InputShapeContradiction",

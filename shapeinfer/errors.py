@@ -20,6 +20,12 @@ class ShapeInferenceError(ValueError):
         super().__init__(f"{where}{shapes}: {message}")
 
 
+class UnsupportedModelError(ValueError):
+    """A valid model that optimize cannot rewrite without changing what it computes (a body
+    initializer shadowing an outer name, which its graph library resolves to the outer tensor).
+    The message names the node and says what to change; nothing is written."""
+
+
 class ModelLoadError(ValueError):
     """The file or object given is not a readable ONNX model."""
 

@@ -447,7 +447,7 @@ def test_optimize_refuses_a_subgraph_name_that_shadows_an_outer_one():
                            "g (float[N,3] x, bool k) => (float[N,3] y, float[N,3] u) <float w = {3.0}> { u = Add(x, w)"
                            "  y = If(k) <then_branch = tb () => (float[N,3] a) <float w = {2.0}> { a = Mul(x, w) },"
                            " else_branch = eb () => (float[N,3] b) { b = Abs(x) }> }")
-    with pytest.raises(shapeinfer.ShapeInferenceError, match="initializer 'w', a name the graph around it defines too"):
+    with pytest.raises(shapeinfer.UnsupportedModelError, match="initializer 'w', a name the graph around it defines too"):
         shapeinfer.optimize(m, passes=["remove-identity"])
     shapeinfer.infer(m)  # (inference keeps the scopes apart: no refusal there)
     # a Loop body input named like an outer tensor is a tensor of its own to the importer too:

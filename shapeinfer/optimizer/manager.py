@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 from onnx import AttributeProto, ModelProto, helper
 
-from ..errors import ModelLoadError, ShapeInferenceError
+from ..errors import ModelLoadError, UnsupportedModelError
 from ..infer.overrides import check_input_shapes
 from ..infer.dim_names import identifier_dim_names
 from ..infer.run import check_dim_names, infer
@@ -279,10 +279,10 @@ class PassManager:
             shadow = shadowed_name(src.graph)
             if shadow is not None:
                 name, node = shadow
-                raise ShapeInferenceError(
-                    f"a subgraph of this node holds an initializer {name!r}, a name the graph around it defines too: "
+                raise UnsupportedModelError(
+                    f"node {node_label(node)!r} ({node.op_type}): a subgraph of it holds an initializer {name!r}, a name the graph around it defines too: "
                     "onnxruntime reads the inner one there, but optimize's graph library would read the outer one and "
-                    "change what the model computes; rename one of them", node_name=node_label(node), op_type=node.op_type)
+                    "change what the model computes; rename one of them (nothing written)")
         report = report if report is not None else OptimizeReport()
         report.before = model_stats(src)
         report.assumptions.extend(p.assumption for p in self.passes if p.assumption)
