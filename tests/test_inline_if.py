@@ -202,3 +202,69 @@ def test_infer_shapes_of_a_call_of_a_function_holding_a_decided_if_loads():
     written = shapeinfer.infer_shapes(model)
     got = ort.InferenceSession(written.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
     assert [w.tobytes() for w in want] == [g.tobytes() for g in got]
+
+
+def _both_load_and_agree(text, feeds):
+    """infer_shapes' and optimize's files load in onnxruntime and give the original's bytes; the
+    model given is not changed."""
+    model = parser.parse_model(H + text)
+    before = model.SerializeToString()
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(before, opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for written in (shapeinfer.infer_shapes(model), shapeinfer.optimize(model)):
+        got = ort.InferenceSession(written.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+        assert [w.tobytes() for w in want] == [g.tobytes() for g in got]
+    assert model.SerializeToString() == before
+
+
+def test_a_body_input_named_like_the_main_graphs_condition_is_the_bodys():
+    """A Loop body's input ``c`` beside the main graph's constant ``c`` (a second review): the
+    body's If reads its own ``c``; inline-if took the main graph's value and the wrong branch."""
+    _both_load_and_agree(
+        "g (float[3] x, bool k) => (float[3] y, bool kk) { c = Constant<value = bool {1}>()  f = Constant<value = bool {0}>()"
+        "  trip = Constant<value = int64 {1}>()"
+        "  y, kk = Loop(trip, k, x, f) <body = lb (int64 i, bool ci, float[3] v, bool c) => (bool co, float[3] w, bool cc) {"
+        " co = Identity(ci)  cc = Identity(c)"
+        "  w = If(c) <then_branch = tb () => (float[3] a) { a = Abs(v) }, else_branch = eb () => (float[3] b) { b = Neg(v) }> }> }",
+        {"x": np.array([1.0, -2.0, 3.0], np.float32), "k": np.array(True)})
+
+
+TAIL_BRANCH = ("  ax = Constant<value = int64[1] {0}>()"
+               "  r = If(cb) <then_branch = tb () => (float[3] a) { a = ReduceSum<keepdims = 0>(t, ax) },"
+               " else_branch = eb () => (float[3] b) { b = Squeeze(t, ax) }>")
+
+
+def test_a_decided_if_whose_condition_a_body_makes_is_inlined_and_written_safely():
+    """The condition is a Constant node of the Loop body itself (a second review): optimize kept
+    the If, infer_shapes wrote t's shape [4, 3], and onnxruntime refused the branch never taken
+    (a Squeeze of the 4) in both files."""
+    _both_load_and_agree(
+        "g (float[4,3] x, int64 n) => (float[3] z) { s = Shape(x)  s2 = Abs(s)  t = Reshape(x, s2)"
+        "  k = Constant<value = bool {1}>()  z0 = Constant<value = float[3] {0, 0, 0}>()"
+        "  z = Loop(n, k, z0) <body = lb (int64 i, bool ci, float[3] v) => (bool co, float[3] w) { co = Identity(ci)"
+        "  cb = Constant<value = bool {1}>()" + TAIL_BRANCH + "  w = Add(v, r) }> }",
+        {"x": np.arange(12, dtype=np.float32).reshape(4, 3), "n": np.array(2, np.int64)})
+
+
+def test_an_if_in_a_body_inference_does_not_walk_still_keeps_the_declarations():
+    """The decided If sits in a SequenceMap body, which inference leaves to onnx's own and does
+    not walk (a second review): infer_shapes skipped its look for decided Ifs and wrote t's
+    shape, which made onnxruntime refuse the branch never taken."""
+    _both_load_and_agree(
+        "g (float[4,3] x) => (float[3] z) { s = Shape(x)  s2 = Abs(s)  t = Reshape(x, s2)"
+        "  cb = Constant<value = bool {1}>()  seq = SequenceConstruct(x)"
+        "  outs = SequenceMap(seq) <body = sb (float[4,3] e) => (float[3] r) {" + TAIL_BRANCH + " }>"
+        "  i0 = Constant<value = int64 {0}>()  z = SequenceAt(outs, i0) }",
+        {"x": np.arange(12, dtype=np.float32).reshape(4, 3)})
+
+
+def test_a_branch_initializer_renamed_leaves_the_callers_model_alone():
+    """The taken branch returns its own initializer as a graph output: inlined, it takes the
+    output's name -- in a copy of its TensorProto (a second review found the caller's model
+    renamed, which onnxruntime then refused)."""
+    _both_load_and_agree(
+        "g (float[3] x) => (float[3] y, float[3] y2) { c = Constant<value = bool {1}>()"
+        "  y, y2 = If(c) <then_branch = tb () => (float[3] kw, float[3] a2) <float[3] kw = {5, 6, 7}> { a2 = Neg(x) },"
+        " else_branch = eb () => (float[3] b, float[3] b2) { b = Neg(x)  b2 = Neg(x) }> }",
+        {"x": np.array([1.0, -2.0, 3.0], np.float32)})

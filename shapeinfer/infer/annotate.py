@@ -114,8 +114,9 @@ def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
 
 
 def _outputs_of_decided_ifs(graph, result: InferenceResult, functions=()) -> set:
-    """For each If whose condition inference knows -- in the main graph, or nested in a body with
-    its condition from the main graph: its outputs (the main graph's), and the tensors its branch
+    """For each If whose condition is known -- in the main graph, or nested in a body with its
+    condition from the main graph (inference knows it) or from a Constant node of that body: its
+    outputs (the main graph's), and the tensors its branch
     never taken reads from the main graph, with all they are computed from. For a call of a
     model-local function holding an If, whose condition may be decided at that call: what the
     call reads, with all it is computed from. onnxruntime checks both branches when it loads a
@@ -131,28 +132,37 @@ def _outputs_of_decided_ifs(graph, result: InferenceResult, functions=()) -> set
         return out  # (no If inferred, none to decide; no function to call one: nothing to walk for)
     reads: list = []
     with_if = {(f.domain, f.name) for f in functions if _holds_if(f.node)}
-    stack = [(n, True) for n in graph.node]  # (node, in the main graph)
+    stack = [(graph, frozenset())]  # (a graph, the names the bodies around it define: not the main graph's)
     while stack:
-        n, main = stack.pop()
-        op = n.op_type
-        if with_if and (n.domain, op) in with_if:
-            reads.extend(i for i in n.input if i)
-        if op == "If" and n.domain in ("", "ai.onnx") and n.input:
-            fact = result.facts.get(n.input[0])
-            if fact is not None and fact.value is not None and fact.value.size == 1:
-                if main:
-                    out.update(o for o in n.output if o)
-                try:
-                    taken = bool(fact.value.reshape(-1)[0])
-                except (TypeError, ValueError):  # (an element that is not a plain number: both)
-                    taken = None
-                other = NodeProto()
-                other.attribute.extend(a for a in n.attribute
-                                       if taken is None or a.name == ("else_branch" if taken else "then_branch"))
-                reads.extend(implicit_inputs(other))
-        for a in n.attribute:
-            for g in ([a.g] if a.type == a.GRAPH else a.graphs if a.type == a.GRAPHS else ()):
-                stack.extend((m, False) for m in g.node)
+        g, shadowing = stack.pop()
+        main = g is graph
+        local = frozenset() if main else shadowing | {t.name for t in g.input} | {t.name for t in g.initializer} \
+            | {o for n in g.node for o in n.output if o}
+        consts = {} if main else _constant_nodes(g)
+        for n in g.node:
+            op = n.op_type
+            if with_if and (n.domain, op) in with_if:
+                reads.extend(i for i in n.input if i)
+            if op == "If" and n.domain in ("", "ai.onnx") and n.input:
+                cond = n.input[0]
+                value = consts.get(cond)
+                if value is None and cond not in local:  # (the main graph's tensor, not a body's namesake)
+                    fact = result.facts.get(cond)
+                    value = fact.value if fact is not None else None
+                if value is not None and value.size == 1:
+                    if main:
+                        out.update(o for o in n.output if o)
+                    try:
+                        taken = bool(value.reshape(-1)[0])
+                    except (TypeError, ValueError):  # (an element that is not a plain number: both)
+                        taken = None
+                    other = NodeProto()
+                    other.attribute.extend(a for a in n.attribute
+                                           if taken is None or a.name == ("else_branch" if taken else "then_branch"))
+                    reads.extend(implicit_inputs(other))
+            for a in n.attribute:
+                for body in ([a.g] if a.type == a.GRAPH else a.graphs if a.type == a.GRAPHS else ()):
+                    stack.append((body, local))
     if reads:  # (and what they are computed from: one walk back over their producers)
         made = {o: n for n in graph.node for o in n.output if o}
         seen: set = set()
@@ -167,6 +177,24 @@ def _outputs_of_decided_ifs(graph, result: InferenceResult, functions=()) -> set
                 out.update(o for o in node.output if o)
                 reads.extend(i for i in node.input if i)
                 reads.extend(implicit_inputs(node))
+    return out
+
+
+def _constant_nodes(graph) -> dict:
+    """output name -> value of the graph's Constant nodes holding a plain one-element tensor."""
+    from onnx import numpy_helper
+
+    out = {}
+    for n in graph.node:
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.attribute) == 1 and n.output:
+            a = n.attribute[0]
+            if a.name == "value" and a.type == a.TENSOR and a.t.data_location != a.t.EXTERNAL:
+                try:
+                    value = numpy_helper.to_array(a.t)
+                except Exception:  # noqa: BLE001 - an odd tensor: not known
+                    continue
+                if value.size == 1:
+                    out[n.output[0]] = value
     return out
 
 

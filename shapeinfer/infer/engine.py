@@ -128,7 +128,9 @@ class Engine:
         self._contextual = 0
         self._wrapped = False  # some value holds a Wrapped element (made unknown after the walk)
         self.any_unsure = False  # some fact is unsure (Fact.unsure): run_nodes carries it on
-        self.saw_if = False  # an If was inferred (annotate: its branches may need their declarations kept)
+        # an If was inferred, or a body was left unwalked (it may hold one): annotate then looks
+        # for the declarations a branch never taken would see
+        self.saw_if = False
         self.node_io = None  # the main graph's NodeIO, when the caller has read it (infer's node_io)
         self._tables: dict = {}  # id(a dict of facts) -> [that dict, facts read, its _ScopeTable]
         self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
@@ -545,12 +547,14 @@ class Engine:
         not, the node's outputs stay unknown and a warning says why."""
         if self._depth >= MAX_NESTING:
             self.warn(node, f"{what} nested more than {MAX_NESTING} deep: outputs unknown", kind="budget")
+            self.saw_if = True  # (a body not walked may hold an If)
             return False
         if self._work_limit is None:
             self._work_limit = WORK_PER_NODE * _count_nodes(self.model) + WORK_FLOOR
         if self._work > self._work_limit:
             self.warn(node, f"{what} not walked: the model has already taken {self._work} node visits, "
                             f"{WORK_PER_NODE} times its size (calls that multiply); outputs unknown", kind="budget")
+            self.saw_if = True
             return False
         return True
 

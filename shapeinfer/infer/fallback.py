@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from onnx import NodeProto, OperatorSetIdProto, checker, defs, shape_inference
 
-from onnx import TypeProto
+from onnx import AttributeProto, TypeProto
 
 from ..symbolic import Sym
 from .facts import Fact
@@ -129,6 +129,8 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope, have_r
     ``have_rule``: a rule of ours answered for some outputs (an op onnx does not know is then
     not reported as unknown)."""
     n_out = len(node.output)
+    if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+        engine.saw_if = True  # (bodies onnx's inference answers for are not walked here: one may hold an If)
     domain = node.domain if node.domain != "ai.onnx" else ""
     version = opsets.get(domain)
     try:

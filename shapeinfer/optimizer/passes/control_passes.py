@@ -19,21 +19,48 @@ import numpy as np
 import onnx_graphsurgeon as gs
 
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
-from .graph_ops import constant_input, remove_node, replace_uses
+from .graph_ops import constant_array, constant_input, remove_node, replace_uses
 
 
-def _known_condition(ctx, node):
-    """The If's condition as a bool, when it is known (one element), else None."""
+def _known_condition(ctx, node, main: bool = True):
+    """The If's condition as a bool, when it is known (one element), else None: a constant, a
+    Constant node's value, or -- for a tensor of the main graph (``main``: node is in it; else
+    the tensor must be the main graph's by identity, not a body's of the same name) -- the
+    value inference knows."""
     arr = constant_input(node, 0)
-    if arr is None:
-        fact = ctx.facts.fact(node.inputs[0].name) if node.inputs and node.inputs[0].name else None
-        arr = None if fact is None else fact.value
+    cond = node.inputs[0] if node.inputs else None
+    if arr is None and cond is not None and len(cond.inputs) == 1 and cond.inputs[0].op == "Constant" \
+            and (cond.inputs[0].domain or "") in ("", "ai.onnx"):
+        value = cond.inputs[0].attrs.get("value")
+        if isinstance(value, gs.Constant) and len(cond.inputs[0].attrs) == 1:
+            try:
+                arr = constant_array(value)
+            except Exception:  # noqa: BLE001 - unreadable (external data): not known
+                arr = None
+    if arr is None and cond is not None and cond.name:
+        if main or ctx.graph.tensors().get(cond.name) is cond:
+            fact = ctx.facts.fact(cond.name)
+            arr = None if fact is None else fact.value
     if arr is None or arr.size != 1:
         return None
     e = arr.reshape(-1)[0]
     if isinstance(e, (bool, np.bool_)) or isinstance(e, (int, np.integer)) and not isinstance(e, bool):
         return bool(e)
     return None
+
+
+def _rename(t, name: str) -> None:
+    """Give tensor t another name. A constant that reads the caller's TensorProto gets a copy of
+    it first: the export writes the constant's name into the proto it reads (the model given
+    would change)."""
+    from onnx import TensorProto
+    from onnx_graphsurgeon.ir.tensor import LazyValues
+
+    if isinstance(t, gs.Constant) and isinstance(t._values, LazyValues):
+        copy = TensorProto()
+        copy.CopyFrom(t._values.tensor)
+        t._values.tensor = copy
+    t.name = name
 
 
 def _names_in_use(ctx) -> set:
@@ -75,7 +102,7 @@ def _plan(ctx, node, scopes: list):
     """The Match for inlining If ``node`` of the graph scopes[-1], or why it is kept."""
     if not node.outputs or not node.inputs:
         return NO_MATCH
-    taken = _known_condition(ctx, node)
+    taken = _known_condition(ctx, node, main=len(scopes) == 1)
     if taken is None:
         return NO_MATCH
     branch = node.attrs.get("then_branch" if taken else "else_branch")
@@ -116,7 +143,7 @@ def _inline(ctx, node, match, keep: set) -> str:
             local[id(t)] = t
     for t in local.values():  # (they are now names of the graph around: each once in the model)
         if t.name and t.name in in_use:
-            t.name = ctx.unique_name(t.name)
+            _rename(t, ctx.unique_name(t.name))
         elif t.name:
             in_use.add(t.name)
     moved = list(branch.nodes)
@@ -126,7 +153,7 @@ def _inline(ctx, node, match, keep: set) -> str:
         if out.name in keep:
             if id(ret) in local and id(ret) not in named and ret.name not in keep:
                 named.add(id(ret))
-                ret.name = out.name  # the graph output keeps its name
+                _rename(ret, out.name)  # the graph output keeps its name
             else:  # returned from outside the branch, or under a second name: an Identity makes it
                 target = gs.Variable(out.name, dtype=out.dtype, shape=out.shape)
                 moved.append(gs.Node("Identity", inputs=[ret], outputs=[target]))
