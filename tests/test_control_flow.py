@@ -465,3 +465,62 @@ def test_optimize_refuses_a_subgraph_name_that_shadows_an_outer_one():
     out = shapeinfer.optimize(loop)
     got = ort.InferenceSession(out.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
     assert [w.tobytes() for w in want] == [g.tobytes() for g in got]
+
+
+def test_a_loop_state_whose_value_the_body_changes_is_not_read_at_its_first_value():
+    """A carried flag starts True and the body flips it; an If on it shrinks the carried tensor
+    from the second iteration (a third review). Inference read the flag as True in every
+    iteration: it reported y as [4, 3] (it is [1, 3] after two), and optimize folded Shape(y)
+    to [4, 3]. A state whose value the first iteration changes is read again as unknown."""
+    import onnxruntime as ort
+
+    m = parser.parse_model('<ir_version: 9, opset_import: ["" : 18]>\n' + """
+    g (float[4,3] x, int64 m) => (float[A,3] y, int64[2] s) {
+      t = Constant<value = bool {1}>()
+      c0 = Constant<value = bool {1}>()
+      cbf, y = Loop(m, t, c0, x) <body = lb (int64 i, bool ci, bool cb, float[B,3] v) => (bool co, bool cbo, float[C,3] w) {
+         co = Identity(ci)
+         cbo = Not(cb)
+         w = If(cb) <then_branch = tb () => (float[N,3] p) { p = Neg(v) },
+                     else_branch = eb () => (float[1,3] q) { ax = Constant<value = int64[1] {0}>()  q = ReduceMax<keepdims = 1>(v, ax) }>
+      }>
+      s = Shape(y)
+    }""")
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    res = shapeinfer.infer(m)
+    assert res.shape("y")[1] == 3 and res.is_unknown_dim(res.shape("y")[0]), res.shape_strs("y")
+    out = shapeinfer.optimize(m)
+    for trips in (0, 1, 2, 3):
+        feeds = {"x": np.arange(12, dtype=np.float32).reshape(4, 3), "m": np.array(trips, np.int64)}
+        want = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+        got = ort.InferenceSession(out.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+        assert [w.tobytes() for w in want] == [g.tobytes() for g in got] and [w.shape for w in want] == [g.shape for g in got]
+
+
+def test_written_shapes_leave_a_zero_trip_loops_scan_output_as_onnxruntime_makes_it():
+    """At 0 iterations onnxruntime makes a Loop's scan output empty, with the shape its own
+    inference gives the body's output -- from the types of what the body reads (a third review:
+    a shape written on ``y`` turned the original's (0, 0, 0) into (0, 0, 3)). What such a body
+    reads keeps the declarations the model had."""
+    import onnxruntime as ort
+
+    m = parser.parse_model('<ir_version: 9, opset_import: ["" : 18]>\n' + """
+    g (float[N,3] x, bool k, int64 m) => (float z) {
+      y = If(k) <then_branch = tb () => (float a) { a = Neg(x) },
+                 else_branch = eb () => (float b) { s = Shape(x)  f = Flatten<axis = 0>(x)  b = Reshape(f, s) }>
+      t = Constant<value = bool {1}>()
+      z = Loop(m, t) <body = lb (int64 i, bool ci) => (bool co, float sc) { co = Identity(ci)  sc = Identity(y) }>
+    }""")
+    for o in (m.graph.output[0], m.graph.node[-1].attribute[0].g.output[1], m.graph.node[0].attribute[0].g.output[0],
+              m.graph.node[0].attribute[1].g.output[0]):
+        o.type.tensor_type.ClearField("shape")  # (no shapes declared, as exporters often leave them)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    written = [shapeinfer.optimize(m), shapeinfer.infer_shapes(m)]
+    for trips in (0, 1):
+        feeds = {"x": np.ones((2, 3), np.float32), "k": np.array(True), "m": np.array(trips, np.int64)}
+        want = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        for w in written:
+            got = ort.InferenceSession(w.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+            assert got.shape == want.shape and got.tobytes() == want.tobytes(), (trips, got.shape, want.shape)

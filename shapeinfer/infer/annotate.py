@@ -113,7 +113,7 @@ def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
     return {name for name, dims in seen.items() if len(dims) == 1 and NAME_RE.match(name) and name not in in_use}
 
 
-def _outputs_of_decided_ifs(graph, result: InferenceResult, functions=()) -> set:
+def _declarations_kept(graph, result: InferenceResult, functions=()) -> set:
     """For each If whose condition is known -- in the main graph, or nested in a body with its
     condition from the main graph (inference knows it) or from a Constant node of that body: its
     outputs (the main graph's), and the tensors its branch
@@ -124,7 +124,8 @@ def _outputs_of_decided_ifs(graph, result: InferenceResult, functions=()) -> set
     computes from them: a shape the taken branch gives (the If's output) or that the other branch
     was never meant to see (a 3-D grid read by the 2-D branch of AffineGrid's function, which
     squeezes a dim that is then 4) makes it refuse the model. Their declarations are left as the
-    model has them, so that onnxruntime sees what it saw."""
+    model has them, so that onnxruntime sees what it saw. So are what a Loop with scan outputs
+    reads (at 0 iterations onnxruntime makes those outputs from the body's inferred shapes)."""
     from ..graph.structure import implicit_inputs
 
     out: set = set()
@@ -143,6 +144,15 @@ def _outputs_of_decided_ifs(graph, result: InferenceResult, functions=()) -> set
             op = n.op_type
             if with_if and (n.domain, op) in with_if:
                 reads.extend(i for i in n.input if i)
+            if op == "Loop" and n.domain in ("", "ai.onnx"):
+                body = next((a.g for a in n.attribute if a.name == "body" and a.type == a.GRAPH), None)
+                if body is not None and len(body.output) > len(n.input) - 1:
+                    # a Loop with scan outputs: at 0 iterations onnxruntime makes them empty with
+                    # the shape its own inference gives the body's outputs -- from the types of
+                    # what the body reads, which a written shape would change
+                    other = NodeProto()
+                    other.attribute.extend([a for a in n.attribute if a.name == "body"])
+                    reads.extend(implicit_inputs(other))
             if op == "If" and n.domain in ("", "ai.onnx") and n.input:
                 cond = n.input[0]
                 value = consts.get(cond)
@@ -241,7 +251,7 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     input_names = {d.dim_param for i in g.input if i.name not in inits and i.type.HasField("tensor_type")
                    for d in i.type.tensor_type.shape.dim if d.dim_param}
     kept = _consistent_names(g, result, input_names)
-    known_elsewhere |= _outputs_of_decided_ifs(g, result, out.functions)
+    known_elsewhere |= _declarations_kept(g, result, out.functions)
     appended: list = []  # new value_info entries, as wire bytes (see modelio/wire.py)
     by_kid: dict = {}  # Fact.kid -> its type's bytes (facts with one number have one type)
     facts = result.facts

@@ -128,8 +128,8 @@ class Engine:
         self._contextual = 0
         self._wrapped = False  # some value holds a Wrapped element (made unknown after the walk)
         self.any_unsure = False  # some fact is unsure (Fact.unsure): run_nodes carries it on
-        # an If was inferred, or a body was left unwalked (it may hold one): annotate then looks
-        # for the declarations a branch never taken would see
+        # an If or a Loop was inferred, or a body was left unwalked (it may hold one): annotate then
+        # looks for the declarations a branch never taken (or a Loop's empty scan output) would see
         self.saw_if = False
         self.node_io = None  # the main graph's NodeIO, when the caller has read it (infer's node_io)
         self._tables: dict = {}  # id(a dict of facts) -> [that dict, facts read, its _ScopeTable]

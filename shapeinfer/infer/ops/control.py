@@ -81,6 +81,7 @@ def _loop(ctx):
     if body is None:
         return None
     eng = ctx.engine
+    eng.saw_if = True  # (annotate looks at Loops too: see annotate._declarations_kept)
     n_carried = len(ctx.node.input) - 2
     carried = [ctx.input(2 + i) for i in range(n_carried)]
     from onnx import TensorProto
@@ -88,8 +89,16 @@ def _loop(ctx):
     iter_fact = Fact(dtype=TensorProto.INT64, shape=())
     cond_fact = Fact(dtype=TensorProto.BOOL, shape=())
     mark = eng.symbols.mint_mark()
+    initial = carried
     outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + carried, ctx.attr_scope, ctx.node)
     first = outs[1:1 + n_carried]
+    if not _values_kept(carried, first):
+        # the first iteration saw values the next ones do not (a flag it flips, a counter it
+        # steps): what it decided from them (an If's branch, a Reshape's entries) holds for it
+        # alone -- the body is read again with the states' values unknown
+        carried = _without_values(carried)
+        outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + carried, ctx.attr_scope, ctx.node)
+        first = outs[1:1 + n_carried]
     m = ctx.input(0) if ctx.has_input(0) else None
     never = _runs_never(ctx, m)
     if not _same_shapes(carried, first) and never is not None and never != 1:
@@ -108,7 +117,7 @@ def _loop(ctx):
         outs = outs[:1 + n_carried] + per_iter
     elif never == 1:  # the body never runs: the states come out as they went in
         results = [Fact(dtype=b.dtype, shape=b.shape, value=b.value, type_proto=b.type_proto) if b is not None
-                   else Fact(dtype=a.dtype if a is not None else 0) for b, a in zip(carried, first)]
+                   else Fact(dtype=a.dtype if a is not None else 0) for b, a in zip(initial, first)]
     else:
         results = [_fixpoint(ctx, b, a, mark) for b, a in zip(carried, first)]
     trip = None
@@ -150,6 +159,24 @@ def _runs_never(ctx, m):
         return sub(1, mul(sub(1, no_trips), sub(1, stopped)))
     except ExpressionTooLarge:
         return None
+
+
+def _values_kept(before: list, after: list) -> bool:
+    """Whether every state whose value is known going into an iteration comes out of it with
+    that same value (then whatever the body decided from it holds for every iteration)."""
+    for b, a in zip(before, after):
+        if b is None or b.value is None:
+            continue
+        if a is None or a.value is None or a.value.shape != b.value.shape:
+            return False
+        if not all(type(x) is type(y) and x == y for x, y in zip(b.value.reshape(-1).tolist(), a.value.reshape(-1).tolist())):
+            return False
+    return True
+
+
+def _without_values(facts: list) -> list:
+    return [Fact(dtype=f.dtype, shape=f.shape, type_proto=f.type_proto) if f is not None and f.value is not None else f
+            for f in facts]
 
 
 def _same_shapes(a: list, b: list) -> bool:
@@ -220,6 +247,9 @@ def scan(ctx):
         slices.append(Fact(dtype=f.dtype, shape=f.shape[:ax] + f.shape[ax + 1:]))
     mark = eng.symbols.mint_mark()
     outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, states + slices, ctx.attr_scope, ctx.node)
+    if not _values_kept(states, outs[:n_state]):  # (as for Loop: what the first step decided holds for it alone)
+        states = _without_values(states)
+        outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, states + slices, ctx.attr_scope, ctx.node)
     results = _scan_states(ctx, body, states, slices, outs[:n_state], seq_len, mark)
     out_axes = list(ctx.attr("scan_output_axes") or [0] * (len(outs) - n_state))
     lead = seq_len if seq_len is not None else ctx.fresh("scan")
