@@ -187,13 +187,12 @@ def shadowed_name(graph) -> Optional[tuple]:
             if not _has_subgraph(n):
                 continue
             scope = outer | here
-            for a in n.attribute:
-                for body in ([a.g] if a.type == _GRAPH else a.graphs if a.type == _GRAPHS else ()):
-                    defined = chain((t.name for t in body.initializer), (t.values.name for t in body.sparse_initializer))
-                    clash = next((d for d in defined if d in scope), None)
-                    if clash is not None:
-                        return clash, n
-                    stack.append((body, scope))
+            for body in subgraphs_of(n):
+                defined = chain((t.name for t in body.initializer), (t.values.name for t in body.sparse_initializer))
+                clash = next((d for d in defined if d in scope), None)
+                if clash is not None:
+                    return clash, n
+                stack.append((body, scope))
     return None
 
 
@@ -235,16 +234,24 @@ def _has_subgraph(node) -> bool:
     return False
 
 
-def implicit_inputs(node) -> list:
-    """The names node's subgraphs read from the graphs around node (through nested subgraphs
-    too), each once, in the order found: what must be computed before node runs."""
-    found: dict = {}
+def subgraphs_of(node, names=None):
+    """The graphs node's attributes hold (of the attributes named in ``names`` only, if given)."""
     for a in node.attribute:
+        if names is not None and a.name not in names:
+            continue
         if a.type == _GRAPH:
-            _outer_reads(a.g, frozenset(), found)
+            yield a.g
         elif a.type == _GRAPHS:
-            for g in a.graphs:
-                _outer_reads(g, frozenset(), found)
+            yield from a.graphs
+
+
+def implicit_inputs(node, names=None) -> list:
+    """The names node's subgraphs (those of the attributes in ``names``, if given) read from the
+    graphs around node (through nested subgraphs too), each once, in the order found: what must
+    be computed before node runs."""
+    found: dict = {}
+    for g in subgraphs_of(node, names):
+        _outer_reads(g, frozenset(), found)
     return list(found)
 
 

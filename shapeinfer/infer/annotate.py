@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from onnx import NodeProto, ModelProto, TypeProto
+from onnx import ModelProto, TypeProto
 
 from ..modelio.wire import graph_patch, tensor_value_info, type_bytes
 from ..semantics import LOAD_SAFE_DIM, shape_loads
@@ -126,7 +126,7 @@ def _declarations_kept(graph, result: InferenceResult, functions=()) -> set:
     squeezes a dim that is then 4) makes it refuse the model. Their declarations are left as the
     model has them, so that onnxruntime sees what it saw. So are what a Loop with scan outputs
     reads (at 0 iterations onnxruntime makes those outputs from the body's inferred shapes)."""
-    from ..graph.structure import implicit_inputs
+    from ..graph.structure import implicit_inputs, subgraphs_of
 
     out: set = set()
     if not getattr(result, "saw_if", True) and not functions:
@@ -145,14 +145,12 @@ def _declarations_kept(graph, result: InferenceResult, functions=()) -> set:
             if with_if and (n.domain, op) in with_if:
                 reads.extend(i for i in n.input if i)
             if op == "Loop" and n.domain in ("", "ai.onnx"):
-                body = next((a.g for a in n.attribute if a.name == "body" and a.type == a.GRAPH), None)
+                body = next(subgraphs_of(n, ("body",)), None)
                 if body is not None and len(body.output) > len(n.input) - 1:
                     # a Loop with scan outputs: at 0 iterations onnxruntime makes them empty with
                     # the shape its own inference gives the body's outputs -- from the types of
                     # what the body reads, which a written shape would change
-                    other = NodeProto()
-                    other.attribute.extend([a for a in n.attribute if a.name == "body"])
-                    reads.extend(implicit_inputs(other))
+                    reads.extend(implicit_inputs(n, ("body",)))
             if op == "If" and n.domain in ("", "ai.onnx") and n.input:
                 cond = n.input[0]
                 value = consts.get(cond)
@@ -163,16 +161,11 @@ def _declarations_kept(graph, result: InferenceResult, functions=()) -> set:
                     if main:
                         out.update(o for o in n.output if o)
                     try:
-                        taken = bool(value.reshape(-1)[0])
+                        never = ("else_branch" if bool(value.reshape(-1)[0]) else "then_branch",)
                     except (TypeError, ValueError):  # (an element that is not a plain number: both)
-                        taken = None
-                    other = NodeProto()
-                    other.attribute.extend(a for a in n.attribute
-                                           if taken is None or a.name == ("else_branch" if taken else "then_branch"))
-                    reads.extend(implicit_inputs(other))
-            for a in n.attribute:
-                for body in ([a.g] if a.type == a.GRAPH else a.graphs if a.type == a.GRAPHS else ()):
-                    stack.append((body, local))
+                        never = None
+                    reads.extend(implicit_inputs(n, never))
+            stack.extend((body, local) for body in subgraphs_of(n))
     if reads:  # (and what they are computed from: one walk back over their producers)
         made = {o: n for n in graph.node for o in n.output if o}
         seen: set = set()
@@ -191,32 +184,28 @@ def _declarations_kept(graph, result: InferenceResult, functions=()) -> set:
 
 
 def _constant_nodes(graph) -> dict:
-    """output name -> value of the graph's Constant nodes holding a plain one-element tensor."""
-    from onnx import numpy_helper
+    """output name -> value of the graph's Constant nodes holding a one-element tensor."""
+    from .protos import value_from_tensor
 
     out = {}
     for n in graph.node:
         if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.attribute) == 1 and n.output:
             a = n.attribute[0]
-            if a.name == "value" and a.type == a.TENSOR and a.t.data_location != a.t.EXTERNAL:
-                try:
-                    value = numpy_helper.to_array(a.t)
-                except Exception:  # noqa: BLE001 - an odd tensor: not known
-                    continue
-                if value.size == 1:
-                    out[n.output[0]] = value
+            value = value_from_tensor(a.t) if a.name == "value" and a.type == a.TENSOR else None
+            if value is not None and value.size == 1:
+                out[n.output[0]] = value
     return out
 
 
 def _holds_if(nodes) -> bool:
+    from ..graph.structure import subgraphs_of
+
     stack = list(nodes)
     while stack:
         n = stack.pop()
         if n.op_type == "If":
             return True
-        for a in n.attribute:
-            for g in ([a.g] if a.type == a.GRAPH else a.graphs if a.type == a.GRAPHS else ()):
-                stack.extend(g.node)
+        stack.extend(m for g in subgraphs_of(n) for m in g.node)
     return False
 
 

@@ -138,6 +138,14 @@ class Fact:
     def __repr__(self):
         return f"Fact(dtype={self.dtype!r}, shape={self.shape!r}, value={self.value!r}, type_proto={self.type_proto!r})"
 
+    def same_value(self, other: Optional["Fact"]) -> bool:
+        """Whether both values are known and equal element by element (each of one kind: an
+        int, an expression, an unknown element compared as itself)."""
+        if other is None or self.value is None or other.value is None or self.value.shape != other.value.shape:
+            return False
+        return all(type(x) is type(y) and x == y
+                   for x, y in zip(self.value.reshape(-1).tolist(), other.value.reshape(-1).tolist()))
+
     @property
     def rank(self) -> Optional[int]:
         return None if self.shape is None else len(self.shape)

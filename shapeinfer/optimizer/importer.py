@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Optional
 
-from onnx import AttributeProto, ModelProto, OperatorSetIdProto, TensorProto
+from onnx import AttributeProto, ModelProto, OperatorSetIdProto
 
 from ..errors import ModelLoadError
 from .passes.constant_folding import movable_value, take_value
+from .passes.graph_ops import own_proto
 
 _SUBGRAPH_ATTRS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
 
@@ -160,9 +161,7 @@ def _own_values(gs, attrs) -> None:
         if isinstance(v, gs.Constant) and isinstance(v._values, LazyValues):
             proto = v._values.tensor
             if not proto.HasField("name") or proto.name != v.name:
-                copy = TensorProto()
-                copy.CopyFrom(proto)
-                v._values.tensor = copy
+                own_proto(v)
 
 
 # onnx-graphsurgeon's constructors route every field through __setattr__ overrides; the objects

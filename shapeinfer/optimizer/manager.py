@@ -31,7 +31,7 @@ from .exporter import export_model
 from .importer import import_model
 from .passes import REGISTRY
 from .passes.base import PassContext
-from .passes.graph_ops import HeldAttribute, huge_tensors, remove_dead_nodes, replace_uses
+from .passes.graph_ops import HeldAttribute, huge_tensors, remove_dead_nodes, replace_uses, subgraph_names
 from .run_facts import BoundedFacts, run_lows
 
 # The order matters for how many rounds a graph takes, not for what it ends as: the passes that
@@ -323,8 +323,10 @@ class PassManager:
                           local_functions=frozenset((f.domain, f.name) for f in src.functions),
                           huge=huge_tensors(facts.facts),
                           opaque=frozenset(k for k, held in empty_lists.items() if any(t is None for _, t in held)),
-                          # the names in use, for unique_name (graph.tensors() would walk every node)
-                          _names={t.name for t in tensors})
+                          # the names in use, for unique_name (graph.tensors() would walk every node),
+                          # the subgraphs' too: each name is made once in the model
+                          _names={t.name for t in tensors} | (subgraph_names(graph) if pairs is None else set()),
+                          has_subgraphs=pairs is None)
         declined, not_folded, clean = self._rounds(ctx, report)
         if not clean:
             remove_dead_nodes(graph)

@@ -158,15 +158,10 @@ def _fused_pieces(result, chain: list):
             return None
         if op == "Concat":
             return list(zip(ins, consts))
-        if not ins or not _same_value(result.fact(out), result.fact(ins[0])):
+        a, b = result.fact(out), result.fact(ins[0]) if ins else None
+        if a is None or not a.same_value(b):
             return None
     return None
-
-
-def _same_value(a, b) -> bool:
-    if a is None or b is None or a.value is None or b.value is None or a.value.shape != b.value.shape:
-        return False
-    return all(type(x) is type(y) and x == y for x, y in zip(a.value.reshape(-1).tolist(), b.value.reshape(-1).tolist()))
 
 
 def _may_be_fused(result, data_shape: tuple, pieces: list) -> bool:

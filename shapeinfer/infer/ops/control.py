@@ -164,14 +164,7 @@ def _runs_never(ctx, m):
 def _values_kept(before: list, after: list) -> bool:
     """Whether every state whose value is known going into an iteration comes out of it with
     that same value (then whatever the body decided from it holds for every iteration)."""
-    for b, a in zip(before, after):
-        if b is None or b.value is None:
-            continue
-        if a is None or a.value is None or a.value.shape != b.value.shape:
-            return False
-        if not all(type(x) is type(y) and x == y for x, y in zip(b.value.reshape(-1).tolist(), a.value.reshape(-1).tolist())):
-            return False
-    return True
+    return all(b is None or b.value is None or b.same_value(a) for b, a in zip(before, after))
 
 
 def _without_values(facts: list) -> list:

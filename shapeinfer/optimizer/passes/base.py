@@ -89,6 +89,7 @@ class PassContext:
     huge: frozenset = frozenset()
     opaque: frozenset = frozenset()  # id() of nodes holding a graph_ops.HeldAttribute
     _names: Optional[set] = None  # names in use (the manager gives those of the import; else built once)
+    has_subgraphs: bool = True  # some node may hold a graph (False: the importer built it without any)
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
     memo: dict = field(default_factory=dict)  # per-run caches of the passes (keyed by pass)
     _unknown: dict = field(default_factory=dict)
@@ -97,9 +98,12 @@ class PassContext:
     _retyped: bool = False  # a node is filed under a second op
 
     def unique_name(self, base: str) -> str:
-        """A tensor name not used in the graph yet (the set of names is built once per run)."""
+        """A tensor name not used in the model yet -- in the graph or its subgraphs (the set of
+        names is built once per run)."""
         if self._names is None:
-            self._names = set(self.graph.tensors())
+            from .graph_ops import subgraph_names
+
+            self._names = set(self.graph.tensors()) | subgraph_names(self.graph)
         name, k = base, 0
         while name in self._names:
             k += 1

@@ -19,7 +19,7 @@ import numpy as np
 import onnx_graphsurgeon as gs
 
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
-from .graph_ops import constant_array, constant_input, remove_node, replace_uses
+from .graph_ops import constant_array, held_constant, own_proto, remove_node, replace_uses
 
 
 def _known_condition(ctx, node, main: bool = True):
@@ -27,17 +27,15 @@ def _known_condition(ctx, node, main: bool = True):
     Constant node's value, or -- for a tensor of the main graph (``main``: node is in it; else
     the tensor must be the main graph's by identity, not a body's of the same name) -- the
     value inference knows."""
-    arr = constant_input(node, 0)
-    cond = node.inputs[0] if node.inputs else None
-    if arr is None and cond is not None and len(cond.inputs) == 1 and cond.inputs[0].op == "Constant" \
-            and (cond.inputs[0].domain or "") in ("", "ai.onnx"):
-        value = cond.inputs[0].attrs.get("value")
-        if isinstance(value, gs.Constant) and len(cond.inputs[0].attrs) == 1:
-            try:
-                arr = constant_array(value)
-            except Exception:  # noqa: BLE001 - unreadable (external data): not known
-                arr = None
-    if arr is None and cond is not None and cond.name:
+    cond = node.inputs[0] if node.inputs and node.inputs[0].name else None
+    held = held_constant(cond) if cond is not None else None
+    arr = None
+    if held is not None:
+        try:
+            arr = constant_array(held)
+        except Exception:  # noqa: BLE001 - unreadable (external data): not known
+            arr = None
+    if arr is None and cond is not None:
         if main or ctx.graph.tensors().get(cond.name) is cond:
             fact = ctx.facts.fact(cond.name)
             arr = None if fact is None else fact.value
@@ -50,35 +48,9 @@ def _known_condition(ctx, node, main: bool = True):
 
 
 def _rename(t, name: str) -> None:
-    """Give tensor t another name. A constant that reads the caller's TensorProto gets a copy of
-    it first: the export writes the constant's name into the proto it reads (the model given
-    would change)."""
-    from onnx import TensorProto
-    from onnx_graphsurgeon.ir.tensor import LazyValues
-
-    if isinstance(t, gs.Constant) and isinstance(t._values, LazyValues):
-        copy = TensorProto()
-        copy.CopyFrom(t._values.tensor)
-        t._values.tensor = copy
+    """Give tensor t another name (a constant reading the caller's TensorProto, in a copy)."""
+    own_proto(t)
     t.name = name
-
-
-def _names_in_use(ctx) -> set:
-    """ctx._names with every name of every subgraph added, once per run (each is made once in
-    the whole model: a branch moved into the main graph must not make one of them)."""
-    if ctx._names is None:
-        ctx._names = set(ctx.graph.tensors())
-    if not ctx.memo.get("inline-if-names"):
-        stack = [v for n in ctx.graph.nodes for v in n.attrs.values() if isinstance(v, gs.Graph)]
-        while stack:
-            g = stack.pop()
-            ctx._names.update(t.name for t in g.inputs)
-            for n in g.nodes:
-                ctx._names.update(t.name for t in n.outputs)
-                ctx._names.update(t.name for t in n.inputs if isinstance(t, gs.Constant))
-                stack.extend(v for v in n.attrs.values() if isinstance(v, gs.Graph))
-        ctx.memo["inline-if-names"] = {0: True}
-    return ctx._names
 
 
 def _outer_tensors(scopes: list, node) -> dict:
@@ -129,7 +101,6 @@ def _inline(ctx, node, match, keep: set) -> str:
     ``keep``: the names of that graph's outputs (they keep their names)."""
     branch, scopes = match.branch, match.scopes
     graph = scopes[-1]
-    in_use = _names_in_use(ctx)
     outer = {id(t) for g in scopes for t in g.tensors().values()}  # (what the branch may read)
     local = {}  # id -> tensor the branch makes: its nodes' outputs and its own constants
     for n in branch.nodes:
@@ -141,11 +112,9 @@ def _inline(ctx, node, match, keep: set) -> str:
     for t in branch.outputs:
         if isinstance(t, gs.Constant) and id(t) not in outer:
             local[id(t)] = t
-    for t in local.values():  # (they are now names of the graph around: each once in the model)
-        if t.name and t.name in in_use:
+    for t in local.values():  # (now names of the graph around: each once in the model -- unique_name
+        if t.name:             # knows every name of every graph, the branch's own among them)
             _rename(t, ctx.unique_name(t.name))
-        elif t.name:
-            in_use.add(t.name)
     moved = list(branch.nodes)
     named = set()  # branch tensors that took an output's name
     for out, ret in zip(list(node.outputs), match.returns):
@@ -180,7 +149,7 @@ class InlineIfPass(RewritePass):
         # then the Ifs nested in bodies whose condition is known (a constant, or a main-graph
         # tensor inference knows): onnxruntime checks their branches at load just the same
         stack = [(v, [ctx.graph]) for n in ctx.graph.nodes if n.outputs for v in n.attrs.values()
-                 if isinstance(v, gs.Graph)]
+                 if isinstance(v, gs.Graph)] if ctx.has_subgraphs else []
         while stack:
             body, scopes = stack.pop()
             scopes = scopes + [body]

@@ -16,8 +16,8 @@ from ...fold.folder import constant_array, constant_values, outer_variables
 from ...semantics import LOAD_SAFE_DIM, shape_loads
 
 __all__ = ["HeldAttribute", "bypass", "bypass_refusal", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
-           "constant_values", "huge_tensors", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses", "set_input",
-           "shape_constant", "unloadable_constant"]
+           "constant_values", "held_constant", "huge_tensors", "own_proto", "pop_input", "remove_dead_nodes", "remove_node",
+           "replace_uses", "set_input", "shape_constant", "subgraph_names", "unloadable_constant"]
 
 
 # onnx-graphsurgeon keeps node.inputs and each tensor's .outputs (its readers) in step: taking a
@@ -238,7 +238,7 @@ def bypass_refusal(ctx, node, source) -> str:
     ``ctx.renames_waiting``). A constant ``source`` must be one its new readers may read as a
     constant (unloadable_constant: a Reshape shape, Tile repeats or Div divisor that onnxruntime
     would refuse at load, which it did not see while node stood between)."""
-    held = _held_constant(source)
+    held = held_constant(source)
     if held is not None:
         why = _constant_refusal(ctx, node.outputs[0], held)
         if why:
@@ -258,7 +258,7 @@ def bypass_refusal(ctx, node, source) -> str:
 _VALUE_READERS = frozenset(DIM_INPUTS) | {"Div", "Mod"}
 
 
-def _held_constant(tensor):
+def held_constant(tensor):
     """The gs.Constant ``tensor`` is, or the one a Constant node making it holds (onnxruntime
     reads a Constant node's output as an initializer when it loads a model), else None."""
     if isinstance(tensor, gs.Constant):
@@ -294,6 +294,34 @@ def bypass(ctx, node, source) -> None:
         source.name = out.name
         ctx.graph.outputs = [source if t is out else t for t in ctx.graph.outputs]
     remove_node(node)
+
+
+def own_proto(constant) -> None:
+    """A constant that reads a TensorProto (onnx-graphsurgeon's LazyValues, the caller's own)
+    reads a copy of it from now on: the export writes the constant's name into the proto it
+    reads, and the model given must not change."""
+    from onnx import TensorProto
+    from onnx_graphsurgeon.ir.tensor import LazyValues
+
+    if isinstance(constant, gs.Constant) and isinstance(constant._values, LazyValues):
+        copy = TensorProto()
+        copy.CopyFrom(constant._values.tensor)
+        constant._values.tensor = copy
+
+
+def subgraph_names(graph) -> set:
+    """The names of the tensors made or given inside graph's subgraphs (nested ones too): each
+    name is made once in a whole model, so a name a pass adds to the graph must be none of them."""
+    names: set = set()
+    stack = [v for n in graph.nodes for v in n.attrs.values() if isinstance(v, gs.Graph)]
+    while stack:
+        g = stack.pop()
+        names.update(t.name for t in g.inputs)
+        for n in g.nodes:
+            names.update(t.name for t in n.outputs)
+            names.update(t.name for t in n.inputs if isinstance(t, gs.Constant))
+            stack.extend(v for v in n.attrs.values() if isinstance(v, gs.Graph))
+    return names
 
 
 def remove_dead_nodes(graph) -> None:
