@@ -116,7 +116,9 @@ class Fact:
                  type_proto: object = None):
         self.dtype = dtype
         self.shape = shape
-        self.value = value
+        # One representation for values, whatever rule made them: an ndarray (an object array
+        # of elements for int and bool tensors), 0-d for a scalar -- never a bare element.
+        self.value = value if value is None or value.__class__ is np.ndarray else as_value(value)
         self.type_proto = type_proto
         # The engine's number for (dtype, shape, value), given when a memo key first needs it
         # (engine.py): a fact is not changed once a node has read it.
@@ -195,6 +197,28 @@ def obj_array(elements, shape=None) -> np.ndarray:
     for i, e in enumerate(flat):
         arr[i] = e
     return arr.reshape(shape if shape is not None else (len(flat),))
+
+
+def as_value(value) -> np.ndarray:
+    """``value`` as a tracked value: an ndarray as it is (a subclass as a plain ndarray), a NumPy
+    scalar as a 0-d array of its type, a bare element (an int, a bool, a dim, UNKNOWN) as a 0-d
+    object array. Anything else is a bug of the rule that made it."""
+    if isinstance(value, np.ndarray):
+        return np.asarray(value)
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if isinstance(value, (int, bool, Expr, _Unknown)):
+        out = np.empty((), dtype=object)
+        out[()] = value
+        return out
+    raise TypeError(f"not a tensor value: {value!r} ({type(value).__name__})")
+
+
+def elementwise(fn, *values: np.ndarray) -> np.ndarray:
+    """``fn`` applied element by element to object arrays (broadcast): an object array of the
+    broadcast shape, 0-d included (NumPy's ufuncs return a bare element for 0-d operands)."""
+    out = np.frompyfunc(fn, len(values), 1)(*values)
+    return out if out.__class__ is np.ndarray else as_value(out)
 
 
 def value_from_numpy(array: np.ndarray, dtype: int) -> Optional[np.ndarray]:

@@ -34,7 +34,7 @@ from ...symbolic import (
 )
 from ...fold.folder import exact_value
 from ...semantics import trunc_div
-from ..facts import UNKNOWN, Fact, ring_dim
+from ..facts import UNKNOWN, Fact, elementwise, ring_dim
 from ..registry import rule
 from ._util import broadcast_shapes, fit_integer_value, value_or_none
 
@@ -221,9 +221,6 @@ _RING = frozenset({"Add", "Sub", "Mul"})
 _BOOL_OUT = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"}
 
 
-def _apply(fn, *values):
-    return np.frompyfunc(fn, len(values), 1)(*values)
-
 
 
 def _binary_value(ctx, a, b, fn):
@@ -233,7 +230,7 @@ def _binary_value(ctx, a, b, fn):
         return None
     va, vb = a.value, b.value
     if va.dtype == object and vb.dtype == object:
-        return value_or_none(np.asarray(_apply(fn, va, vb), dtype=object))
+        return value_or_none(elementwise(fn, va, vb))
     if va.dtype != object and vb.dtype != object:
         return _exact(ctx, [va, vb])
     return None
@@ -245,7 +242,7 @@ def _exact(ctx, arrays, attrs=None):
     if got is None:
         return None
     out = np.asarray(got[0])
-    return np.asarray(_apply(bool, out), dtype=object) if out.dtype == bool else out
+    return elementwise(bool, out) if out.dtype == bool else out
 
 
 def _out_dtype(op, facts):
@@ -290,7 +287,7 @@ def mod_op(ctx):
     a, b = facts
     value = None
     if a.value is not None and b.value is not None and a.value.dtype == object and b.value.dtype == object:
-        value = value_or_none(np.asarray(_apply(fn, a.value, b.value), dtype=object))
+        value = value_or_none(elementwise(fn, a.value, b.value))
     return [_broadcast_rule(ctx, facts, value)]
 
 
@@ -298,7 +295,7 @@ def _nary(fn):
     def reduce_values(values):
         out = values[0]
         for v in values[1:]:
-            out = np.asarray(_apply(_dims(fn), out, v), dtype=object)
+            out = elementwise(_dims(fn), out, v)
         return value_or_none(out)
 
     return reduce_values
@@ -360,7 +357,7 @@ def where(ctx):
                     return a
                 return _select(c, a, b)
 
-            value = value_or_none(np.asarray(_apply(pick, cond.value, x.value, y.value), dtype=object))
+            value = value_or_none(elementwise(pick, cond.value, x.value, y.value))
         elif x.value.dtype != object and y.value.dtype != object:
             flat = cond.value.reshape(-1).tolist()
             if all(isinstance(c, bool) for c in flat):
@@ -424,7 +421,7 @@ def unary(ctx):
                 fn = _not
             else:
                 fn = _unary_value(neg if ctx.op_type == "Neg" else _abs)
-            value = value_or_none(np.asarray(_apply(fn, data.value), dtype=object).reshape(data.value.shape))
+            value = value_or_none(elementwise(fn, data.value).reshape(data.value.shape))
             value = fit_integer_value(value, data.dtype)  # -INT_MIN wraps
         else:
             value = _exact(ctx, [data.value])

@@ -33,7 +33,7 @@ from ...symbolic import (
 from ...errors import ODD_INPUT_ERRORS
 from ...fold.folder import exact_value
 from ...semantics import INT_RANGES, as_python_slice, slice_range, slice_runtimes_differ
-from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, obj_array, value_from_numpy
+from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, elementwise, obj_array, value_from_numpy
 from ..registry import rule
 from ._util import (dims_value, fit_integer_value, int_entries, normalize_axis, prod, small_shape, value_entries,
                     zero_implies_zero)
@@ -377,10 +377,10 @@ def _cast_value(ctx, value, src: int, dst: int):
         if not all(type(e) in (int, bool) for e in flat):
             if dst in INT_TYPES:
                 if src == bool_t:
-                    value = np.frompyfunc(lambda e: int(e) if isinstance(e, bool) else e, 1, 1)(value)
+                    value = elementwise(lambda e: int(e) if isinstance(e, bool) else e, value)
                 return fit_integer_value(value, dst, wrap=True)  # to a narrower type: wraps
             if dst == bool_t:
-                return np.frompyfunc(_nonzero, 1, 1)(value)
+                return elementwise(_nonzero, value)
             return None
         try:
             value = np.array(flat, dtype=helper.tensor_dtype_to_np_dtype(src)).reshape(value.shape)
