@@ -467,7 +467,7 @@ for _op in _COMPARE:
 # ---------------------------------------------------------------- reductions
 
 
-def _reduce_axes(attrs, inputs, version, axes_input_since: int, rank: int):
+def reduce_axes(attrs, inputs, version, axes_input_since: int, rank: int):
     """The normalised axes to reduce (a tuple), or None for 'return the input unchanged'."""
     if version >= axes_input_since:
         axes_arr = inputs[1] if len(inputs) > 1 else None
@@ -506,7 +506,7 @@ def _reduce_kernel(op: str):
     def fold(attrs, inputs, version):
         x = inputs[0]
         keepdims = bool(attrs.get("keepdims", 1))
-        axes = _reduce_axes(attrs, inputs, version, axes_input_since, x.ndim)
+        axes = reduce_axes(attrs, inputs, version, axes_input_since, x.ndim)
         if axes is None:  # a reduction over no axis: each element alone
             if op in ("ReduceSumSquare", "ReduceL1"):
                 raise NotFoldable(f"{op} over no axis still squares or takes |x|: not folded")

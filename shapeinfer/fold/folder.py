@@ -30,6 +30,7 @@ from onnx import helper, numpy_helper
 from . import arith, casts  # noqa: F401  (their kernels register in KERNELS)
 from ..errors import ODD_INPUT_ERRORS
 from .kernels import KERNELS, MOVEMENT_OPS, FoldError, Inexact, NotFoldable
+from .precise import PRECISE, upcast_inputs
 
 NONDETERMINISTIC = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
@@ -267,6 +268,18 @@ def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,
                 raise NotFoldable(f"{node.op} in this form is not folded ({type(e).__name__}: {str(e)[:100]})") from None
     elif not fold_float_math:
         raise Inexact(not_exact_reason(node.op, node.domain))
+    if default_domain:  # float math with a stated bound (precise.py)
+        precise = PRECISE.get(node.op)
+        if precise is not None:
+            with np.errstate(all="ignore"):
+                got = precise(_attrs(node), inputs, version)
+            if got is not None:
+                return got
+        upcast = upcast_inputs(node.op, inputs)
+        if upcast is not None:
+            wide, narrow = upcast
+            got = _fold_with_reference(node, wide, opsets, ir_version)
+            return None if got is None else [r.astype(narrow) if r.dtype == np.float64 else r for r in got]
     return _fold_with_reference(node, inputs, opsets, ir_version)
 
 
