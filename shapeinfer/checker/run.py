@@ -21,6 +21,9 @@ Errors (the model cannot run as exported):
   model rather than ending the run).
 Warnings (the model runs, for some inputs or in some runtimes, or shapeinfer cannot tell):
   ``conditional-shape`` (a Reshape valid only for some values of the symbols -- which),
+  ``fails-if-run`` (a node that breaks its op's rule inside code that may not run -- an If
+  branch under a computed condition, a Loop or Scan body that may make no iteration -- where
+  onnxruntime's load-time inference does not see it: the model runs wherever that code does not),
   ``forced-broadcast`` (a broadcast that holds only when two different dims are equal or 1),
   ``declared-shape`` (a declared output or value_info shape inference proves different, or
   equal only for some sizes: onnxruntime runs it and warns; consumers that trust declared shapes
@@ -44,10 +47,11 @@ import onnx
 from onnx import ModelProto
 
 from ..errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
-from ..graph.structure import structure_problems
+from ..graph.structure import graphs_of, structure_problems
 from ..infer.engine import Engine
 from ..infer.facts import dtype_name
 from ..infer.result import InferenceResult
+from ..infer.unreached import or_not_run, running_clause, without_negative_dims
 from ..modelio.external import check_external_data, external_tensors
 from ..modelio.load import load_model
 from ..symbolic import Bcast, Sym, atoms
@@ -55,7 +59,7 @@ from ..symbolic.search import binding_str, counterexample, holds, relevant
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
 from .render import render_json, render_junit, render_text
 from .shapes import broadcast_condition, declared_shapes, per_node
-from .tolerances import graphs_of, runtime_op_nodes, tolerated, unsorted_body
+from .tolerances import runtime_op_nodes, tolerated, unsorted_body
 
 __all__ = ["CheckReport", "Finding", "check", "check_many", "exit_code", "render_json", "render_junit", "render_text"]
 
@@ -133,9 +137,12 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     result = InferenceResult(m, engine)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
-             "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op")}
+             "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),
+             "unreached-failure": (WARNING, "fails-if-run")}
     searched: dict = {}  # (kind, a, b) -> its counterexample: a repeated layer repeats its conditions
     for d in engine.diagnostics:
+        if d.region is not None and d.region.runs == 0:
+            continue  # code that runs at no size (an If's branch never taken): only onnxruntime's load reads it
         if d.kind == "condition":
             # one about an unknown dim or a broadcast already reported follows from those; one
             # that no binding of the symbols breaks is an identity the algebra did not see
@@ -143,20 +150,27 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
             if any(isinstance(x, Bcast) or (isinstance(x, Sym) and x.name in result.minted)
                    for y in (a, b) for x in atoms(y)):
                 continue
-            if d.dims not in searched:
-                test = holds(kind, a, b)
-                found = counterexample((a, b), test, nonempty)
-                searched[d.dims] = None if found is None else relevant((a, b), found, test, nonempty)
-            example = searched[d.dims]
+            # in code that may not run, only the sizes where it runs break anything
+            runs = d.region.runs if d.region is not None else 1
+            if runs == 0:
+                continue
+            key = (d.dims, runs)
+            if key not in searched:
+                dims, test = (a, b), holds(kind, a, b)
+                if runs is not None and runs != 1:
+                    dims, test = (a, b, runs), or_not_run(test, runs)
+                found = counterexample(dims, test, nonempty)
+                searched[key] = None if found is None else relevant(dims, found, test, nonempty)
+            example = searched[key]
             if example is None:
                 continue
             # the breaking sizes first (only the symbols that matter), then the condition
+            where = f"fails for {binding_str(example)}{running_clause(d.region)}"
             if kind == "broadcast":  # a broadcast the algebra resolved to one side
-                report.add(WARNING, "forced-broadcast", f"fails for {binding_str(example)}: broadcasting holds only "
+                report.add(WARNING, "forced-broadcast", f"{where}: broadcasting holds only "
                            f"when {broadcast_condition((a, b))}", d.node_name, d.op_type)
             else:
-                report.add(WARNING, "conditional-shape", f"fails for {binding_str(example)}: {d.message}",
-                           d.node_name, d.op_type)
+                report.add(WARNING, "conditional-shape", f"{where}: {d.message}", d.node_name, d.op_type)
         elif d.kind == "opset-implied":
             continue  # onnx.checker's complaint says it (missing-opset-import)
         else:
@@ -177,7 +191,7 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
     The checker stops at its first complaint: one onnxruntime tolerates is a warning, its cause
     is fixed in a copy of the model and the checker runs again. It runs in the model's folder,
     so that external data resolves where the model says (not in the working directory)."""
-    model, copied, seen = _without_negative_dims(m), False, set()
+    model, copied, seen = without_negative_dims(m), False, set()
     copied = model is not m
     with _in_folder(base_dir if _has_external_data(m) else None):
         for _ in range(MAX_CHECKER_ROUNDS):
@@ -186,7 +200,7 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
                 break
             except (onnx.checker.ValidationError, *ODD_INPUT_ERRORS, RuntimeError) as e:
                 text = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-            found = tolerated(text)
+            found = tolerated(text, model)
             if found is None or text in seen:
                 report.add(ERROR, "checker", "onnx.checker: " + text)
                 return  # onnxruntime refuses it too: the type check would add nothing
@@ -196,7 +210,7 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
                 report.add(ERROR, "unsorted-nodes", "the nodes of an If/Loop/Scan body are not in topological order: "
                            "onnxruntime sorts the main graph's nodes only, and refuses the model")
                 return
-            where = runtime_op_nodes(model, match) if tolerance.code == "runtime-op" else [("", "")]
+            where = runtime_op_nodes(model, match) if tolerance.code in ("runtime-op", "domain-alias") else [("", "")]
             for node, op in where:  # an op only onnxruntime runs: one warning per node using it
                 report.add(WARNING, tolerance.code, tolerance.explain(match), node, op)
             if not copied:
@@ -205,25 +219,6 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
             if not tolerance.fix(model, match, facts):
                 return  # cannot be made acceptable to the checker: nothing more to learn from it
         _type_errors(model, report)
-
-
-def _without_negative_dims(m: ModelProto) -> ModelProto:
-    """m, or a copy whose dims written ``dim_value: -1`` (a dynamic dim, to onnx.checker and
-    onnxruntime) are left blank: onnx's C++ shape inference aborts the process on some of them."""
-    def declared(g):
-        for vi in (*g.input, *g.output, *g.value_info):
-            if vi.type.HasField("tensor_type"):
-                yield from vi.type.tensor_type.shape.dim
-
-    if not any(d.HasField("dim_value") and d.dim_value < 0 for g in graphs_of(m) for d in declared(g)):
-        return m
-    out = ModelProto()
-    out.CopyFrom(m)
-    for g in graphs_of(out):
-        for d in declared(g):
-            if d.HasField("dim_value") and d.dim_value < 0:
-                d.Clear()
-    return out
 
 
 _INFERENCE_ERROR = re.compile(r"\(op_type:(?P<op>[^,)]*)(?:, node name: (?P<node>[^)]*))?\): "

@@ -25,6 +25,8 @@ from typing import Callable, Optional
 
 from onnx import ModelProto, helper
 
+from ..graph.structure import graphs_of
+
 # Ops onnxruntime implements in the default domain although ONNX does not define them there:
 # op -> the first default-domain opset at which ONNX's own definition takes over (None: never).
 RUNTIME_DEFAULT_DOMAIN_OPS = {"SimplifiedLayerNormalization": None, "LayerNormalization": 17}
@@ -37,23 +39,6 @@ class Tolerance:
     pattern: re.Pattern
     explain: Callable[[re.Match], str]
     fix: Callable[[ModelProto, re.Match, object], bool]  # (copy, match, facts) -> fixed?
-
-
-def graphs_of(model: ModelProto) -> list:
-    """The main graph and every subgraph, each after the subgraphs inside it."""
-    out, stack = [], [(model.graph, False)]
-    while stack:
-        graph, expanded = stack.pop()
-        if expanded:
-            out.append(graph)
-            continue
-        stack.append((graph, True))
-        for n in graph.node:
-            for a in n.attribute:
-                if a.type == a.GRAPH:
-                    stack.append((a.g, False))
-                stack.extend((g, False) for g in a.graphs)
-    return out
 
 
 def unsorted_body(model: ModelProto) -> bool:
@@ -157,6 +142,17 @@ def _initializers_as_inputs(model: ModelProto, match, facts) -> bool:
     return True
 
 
+def _aliased_nodes(model: ModelProto, op: str) -> list:
+    """The nodes of op written in domain "ai.onnx" (the default domain's other name)."""
+    return [n for graph in graphs_of(model) for n in graph.node if n.op_type == op and n.domain == "ai.onnx"]
+
+
+def _unalias(model: ModelProto, match, facts) -> bool:
+    for n in _aliased_nodes(model, match.group("op")):
+        n.domain = ""
+    return True
+
+
 def _runtime_op(m: re.Match) -> Optional[str]:
     op, version = m.group("op"), int(m.group("version"))
     if op not in RUNTIME_DEFAULT_DOMAIN_OPS:
@@ -164,6 +160,14 @@ def _runtime_op(m: re.Match) -> Optional[str]:
     until = RUNTIME_DEFAULT_DOMAIN_OPS[op]
     return None if until is not None and version >= until else op
 
+
+# onnx.checker looks an op of domain "ai.onnx" up under that name when the model imports it
+# beside "": it finds no schema; onnxruntime reads "ai.onnx" as the default domain and runs it
+_DOMAIN_ALIAS = Tolerance(
+    "domain-alias", re.compile(r"No Op registered for (?P<op>\w+) with domain_version of (?P<version>\d+)"),
+    lambda m: f"{m.group('op')} is written in domain 'ai.onnx', the default domain's other name: onnxruntime runs "
+              "it; onnx.checker does not find its schema under that name",
+    _unalias)
 
 TOLERANCES = (
     Tolerance("unsorted-nodes", re.compile(r"Nodes in a graph must be topologically sorted"),
@@ -188,8 +192,15 @@ TOLERANCES = (
 )
 
 
-def tolerated(message: str) -> Optional[tuple]:
-    """(tolerance, match) when onnxruntime accepts what an onnx.checker message complains about."""
+def tolerated(message: str, model: Optional[ModelProto] = None) -> Optional[tuple]:
+    """(tolerance, match) when onnxruntime accepts what an onnx.checker message complains about
+    (``model``: the model complained of, where the message alone does not tell)."""
+    m = _DOMAIN_ALIAS.pattern.search(message)
+    if m is not None and model is not None and _aliased_nodes(model, m.group("op")):
+        import onnx
+
+        if onnx.defs.has(m.group("op")):
+            return _DOMAIN_ALIAS, m
     for t in TOLERANCES:
         m = t.pattern.search(message)
         if m is None:

@@ -245,6 +245,20 @@ def subgraphs_of(node, names=None):
             yield from a.graphs
 
 
+def graphs_of(model: ModelProto) -> list:
+    """The main graph and every subgraph, each after the subgraphs inside it."""
+    out, stack = [], [(model.graph, False)]
+    while stack:
+        graph, expanded = stack.pop()
+        if expanded:
+            out.append(graph)
+            continue
+        stack.append((graph, True))
+        for n in graph.node:
+            stack.extend((g, False) for g in subgraphs_of(n))
+    return out
+
+
 def implicit_inputs(node, names=None) -> list:
     """The names node's subgraphs (those of the attributes in ``names``, if given) read from the
     graphs around node (through nested subgraphs too), each once, in the order found: what must

@@ -11,7 +11,8 @@ from ..modelio.wire import graph_patch, tensor_value_info, type_bytes
 from ..semantics import LOAD_SAFE_DIM, shape_loads
 from ..symbolic import NAME_RE, Dim, to_str
 from .facts import Fact
-from .protos import clear_negative_dims, fill_shape_proto, mark_written_by_shapeinfer, type_from_fact
+from .protos import (clear_negative_dims, fill_shape_proto, mark_written_by_shapeinfer, nested_tensor_types, type_from_fact,
+                     value_infos)
 from .result import InferenceResult
 
 
@@ -22,6 +23,80 @@ def loadable_shape(shape):
     if shape is None or shape_loads(shape):
         return shape
     return tuple(None if type(d) is int and d > 1 else d for d in shape)
+
+
+def written_shape(shape):
+    """``shape`` as annotate writes it on a value_info or an output: loadable_shape, and a
+    static 0 left unknown. onnxruntime's rewrites at its default level mishandle what they know
+    to be empty: ExpandElimination drops an Expand whose constant target holds a 0 (it takes
+    broadcasting 1 to 0 for no change), ReshapeFusion writes -1 beside a copied 0 dim; a 0
+    written here would let its constant folding make such a target out of Shape nodes."""
+    shape = loadable_shape(shape)
+    if shape is None or 0 not in shape:
+        return shape
+    return tuple(None if type(d) is int and d == 0 else d for d in shape)
+
+
+MAX_GUARD = 8  # parentheses tried around a written dim before it is left unknown
+
+
+def reserved_names(model: ModelProto, rewritten=frozenset()) -> frozenset:
+    """The dim_params the model keeps that the printed syntax could spell for another dim: those
+    that are no identifier (``a*b``, ``N+1``, ``2*N``, ``'x'`` -- an identifier is a symbol's own
+    name, and written only for that symbol), in every declared type but the main graph's
+    outputs and value_info named in ``rewritten`` (annotate writes those: such a name there gives
+    way). onnxruntime's fusions take two equal dim_params for one size, so a written dim must
+    never spell one of these (see guarded_shape)."""
+    from ..graph.structure import subgraphs_of
+
+    g = model.graph
+
+    def infos():
+        yield from (vi for vi in (*g.input, *g.output, *g.value_info) if vi.name not in rewritten)
+        for n in g.node:
+            for body in subgraphs_of(n):
+                yield from value_infos(body)
+        for f in model.functions:
+            yield from getattr(f, "value_info", ())
+            for n in f.node:
+                for body in subgraphs_of(n):
+                    yield from value_infos(body)
+
+    return frozenset(d.dim_param for vi in infos() for tt in nested_tensor_types(vi.type)
+                     for d in tt.shape.dim if d.dim_param and not NAME_RE.match(d.dim_param))
+
+
+def guarded_shape(shape, reserved: frozenset):
+    """``shape`` with every symbolic dim whose printed form is a reserved name (reserved_names)
+    given as other text that reads back as the same dim -- in parentheses, ``(a*b)`` -- or, past
+    MAX_GUARD, left unknown (None). A str in the shape is a dim already given as text."""
+    if not reserved or shape is None:
+        return shape
+    out = list(shape)
+    for i, d in enumerate(shape):
+        if d is None or type(d) is int:
+            continue
+        text = to_str(d)
+        if text not in reserved:
+            continue
+        for _ in range(MAX_GUARD):
+            text = f"({text})"
+            if text not in reserved:
+                out[i] = text
+                break
+        else:
+            out[i] = None
+    return tuple(out)
+
+
+def guarded_name(reserved: frozenset):
+    """A dim's dim_param for fill_shape_proto/type_from_fact, guarded as guarded_shape says (a
+    dim that cannot be guarded is written as an unnamed placeholder)."""
+    def name(d) -> str:
+        text = guarded_shape((d,), reserved)[0]
+        return "" if text is None else text if type(text) is str else to_str(text)
+
+    return name
 
 
 def _loadable_type(tp: TypeProto) -> TypeProto:
@@ -47,7 +122,8 @@ def _loadable_type(tp: TypeProto) -> TypeProto:
     return out if cleared else tp
 
 
-def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set, kept: dict) -> None:
+def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set, kept: dict,
+               reserved: frozenset) -> None:
     """Write our dim into a declared one. Where ours is known it is written (``[batch,seq]``
     declared on a Transpose's output gives way to ``[seq,batch]``; an exporter's placeholder
     such as ``MatMuloutput_dim_0`` to the inferred dim -- what it equals stays in
@@ -66,13 +142,20 @@ def _merge_dim(dim_proto, ours: Dim, result: InferenceResult, input_names: set, 
     if dim_proto.HasField("dim_value") and result.is_unknown_dim(ours):
         return
     if isinstance(ours, int):
-        dim_proto.dim_value = ours
+        if ours == 0 and not dim_proto.HasField("dim_value"):
+            dim_proto.Clear()  # (a 0 is not written: see written_shape)
+        else:
+            dim_proto.dim_value = ours
     elif not result.is_unknown_dim(ours) or not dim_proto.HasField("dim_value"):
-        dim_proto.dim_param = to_str(ours)
+        text = guarded_shape((ours,), reserved)[0]
+        if text is None:
+            dim_proto.Clear()
+        else:
+            dim_proto.dim_param = text if type(text) is str else to_str(text)
 
 
 def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declared: bool,
-                input_names: set, kept: dict) -> None:
+                input_names: set, kept: dict, reserved: frozenset) -> None:
     """Write fact into a declared value's type, keeping the author's dims where they are given
     (unless the inputs were overridden: then the declared names may describe other shapes)."""
     if fact.type_proto is not None or not fact.dtype:
@@ -84,11 +167,11 @@ def _write_type(dst: TypeProto, fact: Fact, result: InferenceResult, keep_declar
     declared = list(tt.shape.dim) if tt.HasField("shape") else None
     if keep_declared and declared is not None and len(declared) == len(fact.shape) and shape_loads(fact.shape):
         for dim_proto, ours in zip(tt.shape.dim, fact.shape):
-            _merge_dim(dim_proto, ours, result, input_names, kept)
+            _merge_dim(dim_proto, ours, result, input_names, kept, reserved)
         return
     tt.ClearField("shape")
     tt.shape.SetInParent()
-    fill_shape_proto(tt.shape, loadable_shape(fact.shape))
+    fill_shape_proto(tt.shape, guarded_shape(written_shape(fact.shape), reserved))
 
 
 def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
@@ -166,21 +249,44 @@ def _declarations_kept(graph, result: InferenceResult, functions=()) -> set:
                         never = None
                     reads.extend(implicit_inputs(n, never))
             stack.extend((body, local) for body in subgraphs_of(n))
-    if reads:  # (and what they are computed from: one walk back over their producers)
-        made = {o: n for n in graph.node for o in n.output if o}
-        seen: set = set()
-        while reads:
-            name = reads.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            out.add(name)
-            node = made.get(name)
-            if node is not None:
-                out.update(o for o in node.output if o)
-                reads.extend(i for i in node.input if i)
-                reads.extend(implicit_inputs(node))
+    out |= with_producers(graph, reads)
     return out
+
+
+def with_producers(graph, reads: list) -> set:
+    """The names in ``reads`` and every main-graph tensor they are computed from (with the
+    other outputs of the nodes that make them): one walk back over their producers."""
+    from ..graph.structure import implicit_inputs
+
+    out: set = set()
+    if not reads:
+        return out
+    reads = list(reads)
+    made = {o: n for n in graph.node for o in n.output if o}
+    while reads:
+        name = reads.pop()
+        if name in out:
+            continue
+        out.add(name)
+        node = made.get(name)
+        if node is not None:
+            out.update(o for o in node.output if o)
+            reads.extend(i for i in node.input if i)
+            reads.extend(implicit_inputs(node))
+    return out
+
+
+def guarded_reads(graph, holders: list) -> set:
+    """What the main graph's nodes holding code that fails if it runs (InferenceResult.guarded)
+    read -- their inputs and what their bodies read from outside -- with what that is computed
+    from: onnxruntime's load-time inference must see it as it does in the model."""
+    from ..graph.structure import implicit_inputs
+
+    reads = []
+    for node in holders:
+        reads.extend(i for i in node.input if i)
+        reads.extend(implicit_inputs(node))
+    return with_producers(graph, reads)
 
 
 def _constant_nodes(graph) -> dict:
@@ -226,48 +332,115 @@ def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[
     mark_written_by_shapeinfer(out)
     g = out.graph
     clear_negative_dims(g)
+    facts = result.facts
+    overridden = {vi.name for vi in g.input if input_shapes and (vi.name in input_shapes or vi.name in result.fixed_inputs)
+                  and facts.get(vi.name) is not None and facts[vi.name].shape is not None}
+    known_elsewhere = {i.name for i in g.input} | {t.name for t in g.initializer}
+    known_elsewhere |= _declarations_kept(g, result, out.functions)
+    if getattr(result, "guarded", None):
+        known_elsewhere |= guarded_reads(model.graph, result.guarded)
+    reserved = reserved_names(out, overridden | {vi.name for vi in (*g.output, *g.value_info)
+                                                 if vi.name not in known_elsewhere and facts.get(vi.name) is not None})
     for vi in g.input:
-        fact = result.facts.get(vi.name)
-        if input_shapes and (vi.name in input_shapes or vi.name in result.fixed_inputs) and fact is not None \
-                and fact.shape is not None:
+        if vi.name in overridden:
             vi.type.tensor_type.ClearField("shape")
             vi.type.tensor_type.shape.SetInParent()
-            fill_shape_proto(vi.type.tensor_type.shape, loadable_shape(fact.shape))
+            fill_shape_proto(vi.type.tensor_type.shape, guarded_shape(loadable_shape(facts[vi.name].shape), reserved))
     outputs = {o.name: o for o in g.output}
     existing = {vi.name: vi for vi in g.value_info}
-    known_elsewhere = {i.name for i in g.input} | {t.name for t in g.initializer}
     inits = {t.name for t in g.initializer}
     input_names = {d.dim_param for i in g.input if i.name not in inits and i.type.HasField("tensor_type")
                    for d in i.type.tensor_type.shape.dim if d.dim_param}
     kept = _consistent_names(g, result, input_names)
-    known_elsewhere |= _declarations_kept(g, result, out.functions)
     appended: list = []  # new value_info entries, as wire bytes (see modelio/wire.py)
     by_kid: dict = {}  # Fact.kid -> its type's bytes (facts with one number have one type)
-    facts = result.facts
     for name in result.tensor_names():
         fact = facts.get(name)
         if fact is None or name in known_elsewhere:
             continue
         if name in outputs:
-            _write_type(outputs[name].type, fact, result, not input_shapes, input_names, kept)
+            _write_type(outputs[name].type, fact, result, not input_shapes, input_names, kept, reserved)
             continue
         vi = existing.get(name)
         if vi is None:
             if fact.type_proto is not None:
                 vi = g.value_info.add()
                 vi.name = name
-                vi.type.CopyFrom(_loadable_type(type_from_fact(fact)))
+                vi.type.CopyFrom(_loadable_type(type_from_fact(fact, guarded_name(reserved))))
             elif fact.dtype:
                 kid = fact.kid
                 if kid is None:
-                    appended.append(tensor_value_info(name, fact.dtype, loadable_shape(fact.shape)))
+                    appended.append(tensor_value_info(name, fact.dtype, guarded_shape(written_shape(fact.shape), reserved)))
                 else:
                     tb = by_kid.get(kid)
                     if tb is None:
-                        tb = by_kid[kid] = type_bytes(fact.dtype, loadable_shape(fact.shape))
+                        tb = by_kid[kid] = type_bytes(fact.dtype, guarded_shape(written_shape(fact.shape), reserved))
                     appended.append(tensor_value_info(name, fact.dtype, fact.shape, tb))
             continue
-        _write_type(vi.type, fact, result, not input_shapes, input_names, kept)
+        _write_type(vi.type, fact, result, not input_shapes, input_names, kept, reserved)
     if appended:
         out.MergeFromString(graph_patch(appended))
     return out
+
+
+MAX_LOAD_ROUNDS = 3  # guard rounds before the written shapes are given up
+
+
+def annotate_loadable(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None,
+                      in_place: bool = False) -> ModelProto:
+    """``annotate``, then onnxruntime's load-time view of what it wrote: where onnx's strict
+    inference (what onnxruntime's load runs) now rejects a node it accepted in ``model`` -- a
+    branch that fails if it runs, a TopK valid only on an empty tensor, once the shapes it reads
+    are written --, what that node (or the main-graph node holding it) reads is guarded (left as
+    ``model`` has it) and the shapes are written again; after MAX_LOAD_ROUNDS, none are."""
+    from .unreached import onnx_rejections
+
+    snapshot = _declarations(model) if in_place else None
+    before = None  # what onnx's inference rejects in the model as given (computed only if needed)
+    for _ in range(MAX_LOAD_ROUNDS):
+        out = annotate(model, result, input_shapes, in_place=in_place)
+        after = {tuple(c) for c in onnx_rejections(out)}
+        if not after:
+            return out
+        if before is None:
+            if in_place:
+                _restore(model, snapshot)
+            before = {tuple(c) for c in onnx_rejections(model)}
+            if in_place:
+                out = annotate(model, result, input_shapes, in_place=True)
+        new = after - before
+        if not new:
+            return out
+        holders = [n for n in model.graph.node if any((n.op_type, n.name) == c[0] for c in new)]
+        if not holders or all(any(h is n for n in result.guarded) for h in holders):
+            break
+        result.guarded.extend(holders)
+        if in_place:
+            _restore(model, snapshot)
+    if in_place:  # the shapes are given up: the model as it was
+        _restore(model, snapshot)
+        return model
+    out = ModelProto()
+    out.CopyFrom(model)
+    return out
+
+
+def _declarations(model: ModelProto) -> tuple:
+    """Copies of what annotate writes into a model (its inputs', outputs' and value_info's
+    declarations and the metadata), to put back."""
+    g = model.graph
+    return ([_copied(v) for v in g.input], [_copied(v) for v in g.output], [_copied(v) for v in g.value_info],
+            [_copied(p) for p in model.metadata_props])
+
+
+def _copied(message):
+    out = type(message)()
+    out.CopyFrom(message)
+    return out
+
+
+def _restore(model: ModelProto, snapshot: tuple) -> None:
+    g = model.graph
+    for field, saved in zip((g.input, g.output, g.value_info, model.metadata_props), snapshot):
+        del field[:]
+        field.extend(saved)

@@ -34,6 +34,7 @@ from ..modelio.tensors import tensor_problem
 from .protos import fact_from_type, value_from_tensor
 from .registry import lookup, normalize_domain
 from .symbols import SymbolTable, input_symbol_names
+from .unreached import Region, UnreachedFailure, describe, onnx_rejections, visible_to_runtime
 
 _NO_RULE = object()
 _UNSET = object()
@@ -58,18 +59,21 @@ class Diagnostic:
     """Something inference noticed. ``severity`` is "error" (a node broke its op's rule, in the
     keep-going mode of shapeinfer check), "warning" or "info"; ``kind`` says what it is for the
     check: "shape-error", "overflow", "condition" (valid only for some sizes: ``dims`` holds
-    (kind, a, b)), "future-opset", "unknown-op", "opset-implied", "fallback"."""
+    (kind, a, b)), "unreached-failure", "future-opset", "unknown-op", "opset-implied",
+    "fallback". ``region``: the code that may not run (unreached.Region) the node sits in, if
+    any -- a condition there matters only where that code runs."""
 
-    __slots__ = ("severity", "node_name", "op_type", "message", "dims", "kind")
+    __slots__ = ("severity", "node_name", "op_type", "message", "dims", "kind", "region")
 
     def __init__(self, severity: str, node_name: str, op_type: str, message: str, dims: tuple = (),
-                 kind: str = ""):
+                 kind: str = "", region=None):
         self.severity = severity
         self.node_name = node_name
         self.op_type = op_type
         self.message = message
         self.dims = dims
         self.kind = kind
+        self.region = region
 
     def as_dict(self) -> dict:
         return {
@@ -143,6 +147,13 @@ class Engine:
         self._work = 0  # nodes walked, bodies included
         self._work_limit = None  # proportional to the model; counted when a body is first walked
         self.diagnostics: list = []
+        # code that may not run (unreached.py): the regions being walked, innermost last; the
+        # nodes holding the code being walked (If, Loop, Scan, function calls), outermost first;
+        # the failures found in such code, settled after the walk
+        self._regions: list = []
+        self._holders: list = []
+        self.unreached: list = []
+        self.guarded: list = []  # the main graph's nodes holding such code onnxruntime does not see fail
         self._implied: set = set()  # domains read at an implied version (see IMPLIED_OPSETS)
         self.facts: dict = {}
         self.produced: list = []
@@ -245,7 +256,8 @@ class Engine:
         return tables
 
     def warn(self, node, message: str, kind: str = "fallback", severity: str = "warning", dims: tuple = ()) -> None:
-        self.diagnostics.append(Diagnostic(severity, node_label(node), node.op_type, message, dims, kind))
+        region = self._regions[-1] if self._regions else None
+        self.diagnostics.append(Diagnostic(severity, node_label(node), node.op_type, message, dims, kind, region))
 
     # -- the walk ------------------------------------------------------------------------------
 
@@ -290,7 +302,57 @@ class Engine:
             self.produced = self.run_nodes(graph.node, facts, self.opsets, None)
         if self._wrapped:
             _forget_wrapped(facts)
+        if self.unreached:
+            self._settle_unreached()
         return facts
+
+    # -- code that may not run -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def may_not_run(self, node, what: str, runs):
+        """Walk code that may not run (see unreached.py) inside a Region: a node there that breaks
+        its op's rule is recorded in it, and its outputs are unknown. ``runs``: the 0/1 dim of
+        "it runs" where that is a function of the sizes, else None."""
+        region = Region(node, what, runs)
+        self._regions.append(region)
+        try:
+            yield region
+        finally:
+            self._regions.pop()
+
+    def drop_unreached(self, failures: list) -> None:
+        """Forget failures another finding says (both branches of an If fail: the If does)."""
+        dropped = {id(f) for f in failures}
+        self.unreached = [f for f in self.unreached if id(f) not in dropped]
+
+    def _unreached(self, node, error: ShapeInferenceError) -> None:
+        region = self._regions[-1]
+        path = tuple((n.op_type, n.name) for n in self._holders) + ((node.op_type, node.name),)
+        holder = self._holders[0] if self._holders else node
+        failure = UnreachedFailure(error, node, path, region, holder)
+        region.failures.append(failure)
+        self.unreached.append(failure)
+
+    def _settle_unreached(self) -> None:
+        """onnxruntime's verdict on each failure in code that may not run: refused at load where
+        its load-time inference sees the failure (an error, raised unless in check's keep-going
+        mode), else a warning that the code fails if it runs."""
+        rejections = onnx_rejections(self.model)
+        for failure in self.unreached:
+            err = failure.error
+            if visible_to_runtime(failure, rejections):
+                if not self.keep_going:
+                    raise err
+                self.diagnostics.append(Diagnostic("error", err.node_name, err.op_type,
+                                                   f"{err.rule} (onnxruntime's load-time inference sees it too and "
+                                                   "refuses the model, although this code may not run)",
+                                                   kind="shape-error"))
+                continue
+            self.guarded.append(failure.holder)
+            message = describe(failure)
+            if message is not None:
+                self.diagnostics.append(Diagnostic("warning", err.node_name, err.op_type, message,
+                                                   kind="unreached-failure"))
 
     def _shared_dims(self, graph, init_names: set) -> dict:
         """{dim_param: the dim given for it}: names the declared shapes of inputs whose shapes
@@ -426,6 +488,10 @@ class Engine:
         big = next(d for d in fact.shape if type(d) is int and d > INT64_MAX)
         error = ShapeInferenceError(f"an output dim would be {big}, past int64: no runtime can make this tensor",
                                     node_name=node_label(node), op_type=node.op_type)
+        if self._regions:
+            self._unreached(node, error)
+            fact.shape = None
+            return
         if not self.keep_going:
             raise error
         self.diagnostics.append(Diagnostic("error", error.node_name, node.op_type, error.rule, kind="shape-error"))
@@ -452,7 +518,8 @@ class Engine:
         if said:
             label = node_label(node)
             op = node.op_type
-            self.diagnostics.extend(Diagnostic(sev, label, op, msg, dims, kind) for sev, msg, dims, kind in said)
+            region = self._regions[-1] if self._regions else None
+            self.diagnostics.extend(Diagnostic(sev, label, op, msg, dims, kind, region) for sev, msg, dims, kind in said)
         return [f.copy() for f in facts]
 
     def infer_node(self, node, inputs: list, opsets: dict, attr_scope, scope, absent: bool = True,
@@ -493,6 +560,9 @@ class Engine:
             try:
                 got = fn(ctx)
             except ShapeInferenceError as e:
+                if self._regions:  # in code that may not run: settled after the walk
+                    self._unreached(node, e)
+                    return [Fact() for _ in range(n_out)]
                 if not self.keep_going:
                     raise
                 # check mode: record it, give the outputs unknown facts and walk on
@@ -567,11 +637,13 @@ class Engine:
         if not self._deeper(node, f"function {_function_str(key)}"):
             return [Fact() for _ in node.output]
         self._calls.append(key)
+        self._holders.append(node)
         self._depth += 1
         try:
             return self._walk_function(function, node, inputs, attr_scope)
         finally:
             self._calls.pop()
+            self._holders.pop()
             self._depth -= 1
 
     def _walk_function(self, function, node, inputs: list, attr_scope) -> list:
@@ -581,13 +653,16 @@ class Engine:
                 facts[formal] = fact
         scope = {a.name: a for a in function.attribute_proto}
         for a in node.attribute:
-            if a.ref_attr_name and attr_scope is not None:
-                ref = attr_scope.get(a.ref_attr_name)
-                if ref is not None:
-                    a2 = type(a)()
-                    a2.CopyFrom(ref)
-                    a2.name = a.name
-                    a = a2
+            if a.ref_attr_name:
+                # a reference to the caller's attribute: its value under this name, or -- where the
+                # caller has none -- no value at all (the function's default, else the op's)
+                ref = attr_scope.get(a.ref_attr_name) if attr_scope is not None else None
+                if ref is None:
+                    continue
+                a2 = type(a)()
+                a2.CopyFrom(ref)
+                a2.name = a.name
+                a = a2
             scope[a.name] = a
         opsets = dict(self.opsets)
         opsets.update({normalize_domain(o.domain): o.version for o in function.opset_import})
@@ -600,10 +675,14 @@ class Engine:
         if node is not None and not self._deeper(node, "subgraph"):
             return [Fact() for _ in graph.output]
         self._depth += 1
+        if node is not None:
+            self._holders.append(node)
         try:
             return self._walk_subgraph(graph, outer, opsets, input_facts, attr_scope)
         finally:
             self._depth -= 1
+            if node is not None:
+                self._holders.pop()
 
     def _walk_subgraph(self, graph, outer, opsets: dict, input_facts: list, attr_scope) -> list:
         local: dict = {}

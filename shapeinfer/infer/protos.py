@@ -114,13 +114,15 @@ def fact_from_type(tp: TypeProto, mint: Callable[[], Dim], param: Callable[[str]
 
 def fill_shape_proto(shape_proto, shape: tuple, name: Callable[[Dim], str] = to_str) -> None:
     """Write dims into a TensorShapeProto; ``name`` gives a symbolic dim's dim_param (by
-    default its printed form); None leaves a dim unknown."""
+    default its printed form); None leaves a dim unknown; a str is a dim given as its text."""
     for d in shape:
         dim = shape_proto.dim.add()
         if d is None:
             continue
         if isinstance(d, int):
             dim.dim_value = d
+        elif type(d) is str:
+            dim.dim_param = d
         else:
             dim.dim_param = name(d)
 

@@ -31,6 +31,9 @@ class InferenceResult:
         self.diagnostics: list = engine.diagnostics
         self.minted: dict = dict(engine.symbols.minted)
         self.saw_if: bool = engine.saw_if  # an If was inferred (in the graph, a body or a function)
+        # main-graph nodes holding code that fails if it runs, where onnxruntime does not see it
+        # at load (unreached.py): what they read is left as unknown to it as it is
+        self.guarded: list = list(engine.guarded)
         self._unknown_dims: dict = {}  # dim -> is_unknown_dim(dim)
         self._produced: list = engine.produced
         # inputs whose shapes come from the caller's input_shapes: given, or sharing a given dim

@@ -10,7 +10,7 @@ from onnx import ModelProto
 
 from ..errors import InputShapeContradiction, ShapeInferenceError
 from ..modelio.load import as_model
-from .annotate import annotate
+from .annotate import annotate_loadable
 from .dim_names import identifier_dim_names
 from .engine import Engine
 from .overrides import check_input_shapes
@@ -74,7 +74,7 @@ def infer_shapes(model, *, input_shapes: Optional[dict] = None, assume_nonempty:
         base_dir = os.path.dirname(os.path.abspath(os.fspath(model)))
     m = as_model(model)
     result = infer(m, input_shapes=input_shapes, assume_nonempty=assume_nonempty, base_dir=base_dir)
-    out = annotate(m, result, input_shapes)
+    out = annotate_loadable(m, result, input_shapes)
     if dim_names == "identifiers":
         identifier_dim_names(out)
     return out

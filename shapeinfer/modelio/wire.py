@@ -40,6 +40,8 @@ def _dim(d) -> bytes:
         return _field(1, b"")
     if isinstance(d, int):
         inner = _varint(1 << 3 | 0) + _varint(d)
+    elif type(d) is str:  # (a dim given as its text)
+        inner = _field(2, d.encode())
     else:
         inner = _field(2, to_str(d).encode())
     return _field(1, inner)

@@ -26,6 +26,7 @@ from ..modelio.load import load_model
 from ..graph.structure import node_label, shadowed_name, topological_order, validate_structure
 from ..infer.engine import paused_gc
 from ..infer.protos import clear_negative_dims
+from ..infer.unreached import onnx_rejections
 from ..fold.folder import DEFAULT_BUDGET_BYTES
 from .exporter import export_model
 from .importer import import_model
@@ -55,6 +56,9 @@ MOVE_CONSTANTS = True
 # this off to check that the result is the same.
 DROP_DEAD = True
 COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
+
+
+MAX_LOAD_ROUNDS = 3  # optimisations tried before the model is given back unchanged (see PassManager._run)
 
 
 @dataclass
@@ -235,13 +239,13 @@ class PassManager:
         """The inputs fixed by the caller, then every inferred shape written into the optimised
         model -- inferred anew on it (its constants and rewrites included), which also checks it
         (``write_shapes=False`` with input shapes: the inputs and graph outputs only)."""
-        from ..infer.annotate import annotate
+        from ..infer.annotate import annotate_loadable
 
         self._say("writing the shapes")
         _fixed_inputs(current.graph, facts, fixed)
         result = infer(current, assume_nonempty=self.assume_nonempty)
         # with inputs fixed, a declared name may now mean another dim: every inferred dim is written
-        annotate(current, result, input_shapes=fixed or None, in_place=True)
+        annotate_loadable(current, result, input_shapes=fixed or None, in_place=True)
         if not self.write_shapes:
             current.graph.ClearField("value_info")
 
@@ -284,15 +288,46 @@ class PassManager:
                     "onnxruntime reads the inner one there, but optimize's graph library would read the outer one and "
                     "change what the model computes; rename one of them (nothing written)")
         report = report if report is not None else OptimizeReport()
-        report.before = model_stats(src)
-        report.assumptions.extend(p.assumption for p in self.passes if p.assumption)
-        self._say(f"importing {len(src.graph.node)} nodes")
-        with paused_gc():  # many small acyclic objects (see paused_gc)
-            current = self._optimize(gs, src, report, io)
+        # Every model written must load in onnxruntime: where onnx's strict inference (what its
+        # load runs) rejects a node of the optimised model that it accepts in the original -- a
+        # rewrite let it see a shape under which a branch that may not run fails, or a TopK
+        # valid only on an empty tensor --, the passes leave what that node reads alone
+        # (guarded) and run again; after MAX_LOAD_ROUNDS the model is given back as it was.
+        guard: list = []
+        known: Optional[set] = None  # the original's rejections, read when needed
+        for _ in range(MAX_LOAD_ROUNDS):
+            attempt = OptimizeReport()
+            attempt.before = model_stats(src)
+            attempt.assumptions.extend(p.assumption for p in self.passes if p.assumption)
+            self._say(f"importing {len(src.graph.node)} nodes")
+            with paused_gc():  # many small acyclic objects (see paused_gc)
+                current = self._optimize(gs, src, attempt, io, guard)
+            new = {tuple(c) for c in onnx_rejections(current)}
+            if new:
+                if known is None:
+                    known = {tuple(c) for c in onnx_rejections(src)}
+                new -= known
+            if not new:
+                break
+            holders = [n for n in src.graph.node if any((n.op_type, n.name) == c[0] for c in new)
+                       and not any(n is g for g in guard)]
+            if not holders:
+                current = None
+                break
+            guard.extend(holders)
+        else:
+            current = None
+        if current is None:
+            current = ModelProto()
+            current.CopyFrom(src)
+            attempt = OptimizeReport(before=model_stats(src), after=model_stats(src))
+            attempt.assumptions.append("not optimised: every rewrite tried let onnxruntime's load-time inference "
+                                       "reject a node it accepts in the model given")
+        report.__dict__.update(attempt.__dict__)
         report.seconds = time.perf_counter() - t0
         return current
 
-    def _optimize(self, gs, src: ModelProto, report: OptimizeReport, io) -> ModelProto:
+    def _optimize(self, gs, src: ModelProto, report: OptimizeReport, io, guard: list) -> ModelProto:
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
         moving = MOVE_CONSTANTS and any(p.name == "fold-constants" for p in self.passes)
         graph, tensors, pairs = import_model(gs, src, self.fold_budget if moving else None, io)
@@ -321,7 +356,7 @@ class PassManager:
                           fold_budget=self.fold_budget, graph_outputs={t.name for t in graph.outputs},
                           ignore_signed_zero=self.ignore_signed_zero, fold_float_math=self.fold_float_math,
                           local_functions=frozenset((f.domain, f.name) for f in src.functions),
-                          huge=huge_tensors(facts.facts),
+                          huge=huge_tensors(facts.facts) | _guarded(src, list(facts.guarded) + guard),
                           opaque=frozenset(k for k, held in empty_lists.items() if any(t is None for _, t in held)),
                           # the names in use, for unique_name (graph.tensors() would walk every node),
                           # the subgraphs' too: each name is made once in the model
@@ -465,6 +500,19 @@ def _in_order(gs, graph, bodies: bool) -> bool:
                         return False
         add(id(node))
     return True
+
+
+def _guarded(src: ModelProto, holders: list) -> frozenset:
+    """What these main-graph nodes read, with what that is computed from: nodes holding code
+    that fails if it runs (InferenceResult.guarded), and nodes the load check of optimize's
+    output named. The passes leave those tensors' makers and readers alone, as onnxruntime's
+    load-time inference must see them as it does in the model -- a shape folded or a Reshape
+    removed there would let it see a failure and refuse the model."""
+    if not holders:
+        return frozenset()
+    from ..infer.annotate import guarded_reads
+
+    return frozenset(guarded_reads(src.graph, holders))
 
 
 def _fixed_inputs(graph, facts, fixed: dict) -> None:

@@ -1015,6 +1015,104 @@ def r_if(b: Builder):
     return y
 
 
+def r_numel_guard(b: Builder):
+    """What ``if x.numel():`` exports to: a 0-d bool made from a size (Size, a gathered dim, or
+    either through a narrowing uint8 cast that wraps), read by If, Where, Not or a Cast."""
+    r = b.rng
+    if b.opset < 11:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=1, float_only=True))
+    if r.random() < 0.5:
+        n = b.emit1("Size", [x], lambda k, ins: spec.size_op({}, ins), out_dtypes=[TP.INT64], tags={"shape"})
+    else:
+        n = b.dim_scalar(x, r.randrange(x.rank()))
+    if r.random() < 0.3:
+        n = b.cast(n, TP.UINT8)
+    c = b.cast(n, TP.BOOL)
+    use = r.choice(["if", "where", "not", "cast"])
+    if use == "not":
+        return b.emit1("Not", [c], lambda k, ins: _not_spec(ins), out_dtypes=[TP.BOOL], tags={"shape"})
+    if use == "cast":
+        return b.cast(c, r.choice([TP.FLOAT, TP.INT64, TP.INT32]), tags=())
+    if use == "where":
+        neg = b.emit1("Neg", [x], lambda k, ins: [(ins[0][0], None)])
+        return b.emit1("Where", [c, x, neg], lambda k, ins: [(spec.bcast(ins[0][0], ins[1][0], ins[2][0]), None)])
+    then_out, else_out = b.fresh("then_y"), b.fresh("else_y")
+    then_g = helper.make_graph([helper.make_node("Neg", [x.name], [then_out])], b.fresh("branch"), [],
+                               [_vi(then_out, x.dtype)])
+    else_g = helper.make_graph([helper.make_node("Identity", [x.name], [else_out])], b.fresh("branch"), [],
+                               [_vi(else_out, x.dtype)])
+    y = b.emit1("If", [c, x], lambda k, ins: [(tuple(ins[1][0]), None)], out_dtypes=[x.dtype],
+                attrs={"then_branch": then_g, "else_branch": else_g})
+    del b.nodes[-1].input[1:]  # (x is read through the outer scope)
+    return y
+
+
+def _not_spec(ins):
+    (s, v), = ins
+    return [(tuple(s), None if v is None else np.logical_not(v))]
+
+
+def r_failing_branch(b: Builder):
+    """Code that may not run holding a node that fails whenever it runs: an If under a condition
+    computed from tensor data (or from sizes) with a branch that squeezes an axis of size > 1,
+    reshapes to a count that never matches, or multiplies mismatched matrices -- on shapes
+    onnxruntime's load sees, or on shapes only a Shape value tells. The model runs where the
+    other branch is taken; onnxruntime refuses it at load where it sees the failure."""
+    r = b.rng
+    if b.opset < 13:
+        raise SkipRecipe()
+    x = _need(b.data(min_rank=2, max_rank=3, float_only=True))
+    if r.random() < 0.5:  # through a Shape value: the dims only values tell
+        x = emit_reshape(b, x, b.shape_of(x))
+    if r.random() < 0.6:  # a data condition
+        mx = b.emit1("ReduceMax", [x], lambda k, ins: [((), None)] if 0 not in ins[0][0] else _raise_unknown(),
+                     attrs={"keepdims": 0})
+        zero = b.const(np.array(0, dtype=np_of(x.dtype)))
+        cond = b.emit1("Greater", [mx, zero], lambda k, ins: [((), None)], out_dtypes=[TP.BOOL])
+    else:  # a size condition
+        n = b.emit1("Size", [x], lambda k, ins: spec.size_op({}, ins), out_dtypes=[TP.INT64], tags={"shape"})
+        cond = b.cast(n, TP.BOOL)
+    kind = r.choice(["squeeze", "reshape", "matmul"])
+    bad_out, good_out = b.fresh("bad_y"), b.fresh("good_y")
+    cn = b.fresh("ifc")
+    if kind == "squeeze":
+        axis = next((i for i in range(x.rank()) if all(s is None or s[i] != 1 for s in x.shapes)), None)
+        if axis is None:
+            raise SkipRecipe()
+        nodes = [helper.make_node("Constant", [], [cn], value=numpy_helper.from_array(np.array([axis], np.int64))),
+                 helper.make_node("Squeeze", [x.name, cn], [bad_out])]
+    elif kind == "reshape":
+        nodes = [helper.make_node("Constant", [], [cn], value=numpy_helper.from_array(np.array([7, 11, 13], np.int64))),
+                 helper.make_node("Reshape", [x.name, cn], [bad_out])]
+    else:
+        last = x.static_dim(x.rank() - 1)
+        inner = (last or 3) + 1
+        nodes = [helper.make_node("Constant", [], [cn], value=numpy_helper.from_array(
+                     np.ones((inner, 2), dtype=np_of(x.dtype)))),
+                 helper.make_node("MatMul", [x.name, cn], [bad_out])]
+    bad = helper.make_graph(nodes, b.fresh("branch"), [], [_vi(bad_out, x.dtype)])
+    good = helper.make_graph([helper.make_node("Identity", [x.name], [good_out])], b.fresh("branch"), [],
+                             [_vi(good_out, x.dtype)])
+    bad_first = r.random() < 0.5
+
+    def fn(k, ins):
+        (cs, cv), (xs, _) = ins
+        if cv is None:
+            raise spec.Unknown()
+        if bool(cv) == bad_first:
+            raise spec.Invalid("the failing branch is taken")
+        return [(tuple(xs), None)]
+    y = b.emit1("If", [cond, x], fn, out_dtypes=[x.dtype],
+                attrs={"then_branch": bad if bad_first else good, "else_branch": good if bad_first else bad})
+    del b.nodes[-1].input[1:]  # (x is read through the outer scope)
+    return y
+
+
+def _raise_unknown():
+    raise spec.Unknown()
+
+
 # Loop and Scan make a trip per row even of an empty tensor: no more than this many
 MAX_SCAN_TRIPS = 10_000
 
@@ -1215,6 +1313,8 @@ RECIPES = {
     "scan": (1, 11, r_scan),
     "function": (3, 13, r_function),
     "domain_alias": (1, 1, r_domain_alias),
+    "numel_guard": (2, 11, r_numel_guard),
+    "failing_branch": (1, 13, r_failing_branch),
     "value_info": (2, 1, r_value_info),
 }
 

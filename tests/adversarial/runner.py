@@ -129,9 +129,10 @@ def expose_all(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 class Runtime:
-    """A loaded model: onnxruntime (optimisations off) or onnx.reference."""
+    """A loaded model: onnxruntime (optimisations off; ``default_level``: at onnxruntime's
+    default level, its fusions on) or onnx.reference."""
 
-    def __init__(self, model: onnx.ModelProto, engine: Optional[str] = None):
+    def __init__(self, model: onnx.ModelProto, engine: Optional[str] = None, default_level: bool = False):
         self.error = ""
         self.engine = ""
         self.names = [o.name for o in model.graph.output]
@@ -142,7 +143,8 @@ class Runtime:
 
                 opts = ort.SessionOptions()
                 opts.log_severity_level = 4
-                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                if not default_level:
+                    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
                 opts.intra_op_num_threads = 1
                 opts.inter_op_num_threads = 1
                 self.sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
@@ -220,6 +222,8 @@ class Judge:
         self.progress = progress or (lambda phase: None)
         self.skipped = skipped or {}
         self.opset = deviations.opset_of(model)
+        self._orig_default = None  # the original at onnxruntime's default level, loaded when needed
+        self.refused = False  # onnxruntime refuses the original as invalid (not for want of a kernel)
 
     def fail(self, cls, message, **kw):
         if sum(1 for f in self.out.failures if f.cls == cls) >= MAX_PER_CLASS:
@@ -301,6 +305,11 @@ class Judge:
                 except (Exception, MemoryError) as e:  # noqa: BLE001 - the original fails at this binding
                     results.setdefault("errors", []).append((b, str(e).strip().splitlines()[0][:200] if str(e).strip() else ""))
         ran = {b: v for b, v in results.items() if b != "errors"}
+        if rt.engine != "onnxruntime" and refused_as_invalid(rt.error):
+            # onnxruntime refuses the model itself (its load-time inference rejects a node):
+            # invalid by the project's rule, whatever onnx.reference runs -- only check's
+            # verdict is judged (judge_load_verdict), and shapeinfer may call it invalid
+            self.refused = True
         # the graph outputs as the model itself computes them: onnxruntime's results can depend on
         # which tensors are graph outputs (float16 MatMul does), so outputs are compared like for like
         self.plain = {}
@@ -337,6 +346,7 @@ class Judge:
             self.rejected(res_ne, {b: v for b, v in ran.items() if b in nonempty}, taints, "infer(assume_nonempty)")
         if st_check == "ok":
             self.judge_report(report, ran, taints)
+            self.judge_load_verdict(report, rt)
         if st_ann == "ok" and rt.engine == "onnxruntime":
             self.check_annotated(ann, ran, taints)
         if ran and not any(f.cls == "timeout" for f in self.out.failures):
@@ -569,7 +579,7 @@ class Judge:
         return None
 
     def rejected(self, err, ran, taints, what):
-        if not ran:
+        if not ran or self.refused:
             return
         node = self.node_of(err.node_name)
         for b, (feeds, values) in ran.items():
@@ -583,7 +593,16 @@ class Judge:
         for f in report.findings:
             if f.code == "internal-error":
                 self.fail("check-internal-error", f"check: {f.message[:400]}")
-            if f.severity != "error" or not ran:
+            if f.severity != "error" or not ran or self.refused:
+                continue
+            if f.code not in ("shape-error", "declared-shape"):
+                # any other error on a model that runs (onnxruntime loaded it and ran it; a run
+                # by onnx.reference tells nothing of what onnxruntime accepts)
+                if self.out.engine != "onnxruntime":
+                    continue
+                self.fail("check-false-error", f"check reports an error [{f.code}] at {f.node!r} ({f.op}) although "
+                          f"the model loads and runs in onnxruntime: {f.message[:300]}",
+                          binding=self.binding(next(iter(ran))))
                 continue
             if f.code == "shape-error":
                 for b, (feeds, values) in ran.items():
@@ -610,6 +629,28 @@ class Judge:
                                   f"declared shape holds at this binding (runtime {list(np.shape(arr))}): {f.message[:300]}",
                                   binding=self.binding(b), tensor=name)
                         break
+
+    def judge_load_verdict(self, report, rt):
+        """check's verdict against onnxruntime's session creation: a model onnxruntime refuses
+        at load is an error (naming why); one it loads is judged by the runs (judge_report).
+        A refusal for want of a kernel (an op or type onnxruntime does not implement) is counted,
+        not judged: the model is valid, the runtime incomplete."""
+        if rt.engine == "onnxruntime" or not rt.error.startswith("onnxruntime:"):
+            return
+        if "NOT_IMPLEMENTED" in rt.error or "Could not find an implementation" in rt.error:
+            self.out.deviations["ort-no-kernel"] += 1
+            return
+        if "UpsampleBase" in rt.error:  # its Resize kernel takes no 1-D linear/cubic input (deviations.py)
+            self.out.deviations["ort-resize-rank-checked-at-load"] += 1
+            return
+        if "InsertedPrecisionFreeCast" in rt.error:
+            # a float16 op onnxruntime has no float16 kernel for: it inserts Casts to float, with
+            # Cast's integer 'to' -- which Cast-1 (opsets below 6) has as a string (deviations.py)
+            self.out.deviations["ort-fp16-casts-old-opset"] += 1
+            return
+        if not any(f.severity == "error" for f in report.findings):
+            self.fail("check-passes-refused", f"onnxruntime refuses the model at load ({rt.error[:300]}), "
+                      "yet check reports no error")
 
     def declared(self, name):
         for vi in list(self.model.graph.output) + list(self.model.graph.value_info):
@@ -638,6 +679,44 @@ class Judge:
                     pass
         return True
 
+    def default_level(self, written, ran, taints, what, variant=""):
+        """A written model at onnxruntime's default level (its fusions read the dims and constant
+        shapes written in): it loads, and computes what the original does at that level --
+        shapes, types and integers exactly, floats up to rounding (a fusion may change the
+        order of float operations in either model)."""
+        if self._orig_default is None:
+            self._orig_default = Runtime(self.model, "onnxruntime", default_level=True)
+        orig = self._orig_default
+        rt = Runtime(written, "onnxruntime", default_level=True)
+        if orig.engine != "onnxruntime":
+            # onnxruntime's own rewrites at that level break the original already (its
+            # ReshapeFusion writes -1 beside a 0, say): nothing the written model could keep
+            self.out.deviations["ort-default-level-refuses-original"] += 1
+            return
+        if rt.engine != "onnxruntime":
+            self.fail(f"{what}-load-default", f"{what} model does not load in onnxruntime at its default level: "
+                      f"{rt.error}", variant=variant)
+            return
+        for b, (feeds, values) in [kv for kv in ran.items() if not taints[kv[0]]][:2]:
+            try:
+                want = orig.run(feeds)
+            except Exception:  # noqa: BLE001 - the original fails there at this level: nothing to compare
+                continue
+            try:
+                got = rt.run(feeds)
+            except Exception as e:  # noqa: BLE001
+                self.fail(f"{what}-fails-default", f"{what} model fails at onnxruntime's default level where the "
+                          f"original runs: {(str(e).strip().splitlines() or [''])[0][:300]}",
+                          binding=self.binding(b), variant=variant)
+                return
+            for o in self.model.graph.output:
+                why = roughly_same(want[o.name], got[o.name])
+                if why:
+                    self.fail(f"{what}-differs-default", f"{what} model at onnxruntime's default level: output "
+                              f"{o.name!r} differs from the original's: {why}", binding=self.binding(b),
+                              variant=variant, tensor=o.name)
+                    return
+
     def check_annotated(self, ann, ran, taints):
         """infer_shapes' model (every shape written in) loads and computes what the original did."""
         if not ran:
@@ -646,6 +725,7 @@ class Judge:
         if rt.engine != "onnxruntime":
             self.fail("annotated-load", f"infer_shapes' model does not load in onnxruntime: {rt.error}")
             return
+        self.default_level(ann, ran, taints, "annotated")
         for b, (feeds, values) in [kv for kv in ran.items() if not taints[kv[0]]][:2]:
             try:
                 got = rt.run(feeds)
@@ -696,6 +776,8 @@ class Judge:
         if not engine:
             return
         rt = Runtime(opt, engine if engine == "onnx.reference" else None)
+        if engine == "onnxruntime" and rt.engine == "onnxruntime" and ran:
+            self.default_level(opt, ran, taints, "optimized", variant=variant)
         if engine == "onnxruntime" and rt.engine != "onnxruntime":
             if not ran and "UpsampleBase" in str(rt.error):
                 # onnxruntime runs no 1-D (or 6-D) linear/cubic Resize: with the rank unknown at
@@ -728,6 +810,35 @@ class Judge:
                     self.fail("optimized-differs", f"optimize({name}): output {o.name!r} differs: {why}",
                               binding=self.binding(b), variant=variant, tensor=o.name)
                     return
+
+
+def refused_as_invalid(error: str) -> bool:
+    """Whether onnxruntime's load error says the model is invalid (its checks or its load-time
+    inference reject it), not that onnxruntime lacks a kernel for something valid."""
+    if not error.startswith("onnxruntime:"):
+        return False
+    return not any(k in error for k in ("NOT_IMPLEMENTED", "Could not find an implementation", "UpsampleBase",
+                                        "InsertedPrecisionFreeCast"))
+
+
+def roughly_same(a: np.ndarray, b: np.ndarray) -> str:
+    """'' when a and b have one dtype and shape, equal integers, bools and strings, and floats
+    equal up to rounding (NaNs and infinities in the same places), else why not."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype:
+        return f"dtype {a.dtype} vs {b.dtype}"
+    if a.shape != b.shape:
+        return f"shape {list(a.shape)} vs {list(b.shape)}"
+    if a.dtype.kind != "f":
+        return "" if np.array_equal(a, b) else "values differ"
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    if not np.array_equal(np.isnan(x), np.isnan(y)) or not np.array_equal(np.isinf(x), np.isinf(y)):
+        return "NaNs or infinities differ"
+    finite = np.isfinite(x)
+    if not np.array_equal(x[~finite & ~np.isnan(x)], y[~finite & ~np.isnan(y)]) or \
+            not np.allclose(x[finite], y[finite], rtol=1e-2, atol=1e-3):
+        return "values differ beyond rounding"
+    return ""
 
 
 def _half_judged_by_reference(model, opt, feeds: dict, name: str) -> bool:

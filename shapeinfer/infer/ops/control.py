@@ -8,7 +8,9 @@ the body provably runs and its second iteration keeps what the first made.
 
 from __future__ import annotations
 
-from ...symbolic import Expr, free_symbols
+from contextlib import nullcontext
+
+from ...symbolic import Expr, ExpressionTooLarge, free_symbols, iszero, provably_positive, sub
 from ..facts import Fact
 from ..registry import rule
 
@@ -32,11 +34,40 @@ def if_(ctx):
         return None
     flat = cond.known_elements() if cond is not None else None
     if flat is not None and len(flat) == 1 and isinstance(flat[0], bool):
-        g = then_g if flat[0] else else_g
-        return eng.run_subgraph(g, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
-    t = eng.run_subgraph(then_g, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
-    e = eng.run_subgraph(else_g, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+        taken, other = (then_g, else_g) if flat[0] else (else_g, then_g)
+        # the branch never taken runs at no size; onnxruntime's load-time inference still reads
+        # it, and refuses the model where it sees a node there break its rule (unreached.py)
+        with eng.may_not_run(ctx.node, f"the branch of If {ctx.name!r} never taken", 0):
+            eng.run_subgraph(other, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+        return eng.run_subgraph(taken, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+    # Each branch may not run. Where the condition is a function of the sizes (a 0/1 dim), each
+    # runs exactly where it says; otherwise it depends on tensor data.
+    c = flat[0] if flat is not None and len(flat) == 1 and isinstance(flat[0], Expr) else None
+    runs_else = None
+    if c is not None:
+        try:
+            runs_else = sub(1, c)
+        except ExpressionTooLarge:
+            c = None
+    with eng.may_not_run(ctx.node, f"the then-branch of If {ctx.name!r}", c) as then_region:
+        t = eng.run_subgraph(then_g, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+    with eng.may_not_run(ctx.node, f"the else-branch of If {ctx.name!r}", runs_else) as else_region:
+        e = eng.run_subgraph(else_g, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+    if then_region.failed and else_region.failed:
+        eng.drop_unreached(then_region.failures + else_region.failures)
+        first, second = then_region.failures[0].error, else_region.failures[0].error
+        raise ctx.error(f"both branches fail: the then-branch at {_where(first)} ({first.rule}), "
+                        f"the else-branch at {_where(second)} ({second.rule})")
+    # A branch that fails wherever it runs gives no run: the other one's facts are the If's.
+    if then_region.failed:
+        return e
+    if else_region.failed:
+        return t
     return [_merge(ctx, x, y) for x, y in zip(t, e)]
+
+
+def _where(error) -> str:
+    return f"node {error.node_name!r} ({error.op_type})"
 
 
 def _minted_since(engine, mark: int, dim) -> bool:
@@ -90,6 +121,40 @@ def _loop(ctx):
     cond_fact = Fact(dtype=TensorProto.BOOL, shape=())
     mark = eng.symbols.mint_mark()
     initial = carried
+    m = ctx.input(0) if ctx.has_input(0) else None
+    never = _runs_never(ctx, m)
+    # a body that may run no iteration is code that may not run (unreached.py)
+    region = None
+    if never != 0:
+        runs = None if never is None else (0 if never == 1 else _complement(never))
+        region = eng.may_not_run(ctx.node, f"the body of Loop {ctx.name!r}", runs)
+    with region if region is not None else nullcontext() as region:
+        results = _loop_walks(ctx, body, carried, initial, never, mark, iter_fact, cond_fact, n_carried, m)
+    if region is not None and region.failed:
+        # the body fails whenever it runs (its first iteration does): the runs that succeed
+        # make no iteration
+        results = [_passed_through(b, f) for b, f in zip(initial, results)] + \
+            [Fact(dtype=f.dtype) for f in results[n_carried:]]
+    return results
+
+
+def _complement(d):
+    """1 - d for a 0/1 dim, or None past the expression budget."""
+    try:
+        return sub(1, d)
+    except ExpressionTooLarge:
+        return None
+
+
+def _passed_through(b: Fact, a: Fact) -> Fact:
+    """A state that leaves a Loop as it went in (a is the body's output, for its element type)."""
+    if b is not None:
+        return Fact(dtype=b.dtype, shape=b.shape, value=b.value, type_proto=b.type_proto)
+    return Fact(dtype=a.dtype if a is not None else 0)
+
+
+def _loop_walks(ctx, body, carried, initial, never, mark, iter_fact, cond_fact, n_carried, m):
+    eng = ctx.engine
     outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + carried, ctx.attr_scope, ctx.node)
     first = outs[1:1 + n_carried]
     if not _values_kept(carried, first):
@@ -99,14 +164,14 @@ def _loop(ctx):
         carried = _without_values(carried)
         outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + carried, ctx.attr_scope, ctx.node)
         first = outs[1:1 + n_carried]
-    m = ctx.input(0) if ctx.has_input(0) else None
-    never = _runs_never(ctx, m)
     if not _same_shapes(carried, first) and never is not None and never != 1:
         # as for Scan: a state the first iteration reshapes (a broadcast that grows it) is
         # final after it when the next iteration leaves it as it is -- and where the body may
         # not run at all, the initial state there
         after = [Fact(dtype=f.dtype, shape=f.shape) if f is not None else None for f in first]
-        again = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + after, ctx.attr_scope, ctx.node)
+        with eng.may_not_run(ctx.node, f"the second iteration of Loop {ctx.name!r}", None):
+            again = eng.run_subgraph(body, ctx.scope, ctx.opsets, [iter_fact, cond_fact] + after, ctx.attr_scope,
+                                     ctx.node)
         results = [_fixpoint(ctx, a, b, mark) for a, b in zip(after, again[1:1 + n_carried])]
         if never != 0:
             results = [_or_when_empty(ctx, never, before, f, mark, indicator=True)
@@ -116,8 +181,7 @@ def _loop(ctx):
                     for x, y in zip(outs[1 + n_carried:], again[1 + n_carried:])]
         outs = outs[:1 + n_carried] + per_iter
     elif never == 1:  # the body never runs: the states come out as they went in
-        results = [Fact(dtype=b.dtype, shape=b.shape, value=b.value, type_proto=b.type_proto) if b is not None
-                   else Fact(dtype=a.dtype if a is not None else 0) for b, a in zip(initial, first)]
+        results = [_passed_through(b, a) for b, a in zip(initial, first)]
     else:
         results = [_fixpoint(ctx, b, a, mark) for b, a in zip(carried, first)]
     trip = None
@@ -187,7 +251,8 @@ def _scan_states(ctx, body, states, slices, first, seq_len, mark) -> list:
         return [_fixpoint(ctx, b, a, mark) for b, a in zip(states, first)]
     n = len(states)
     after = [Fact(dtype=f.dtype, shape=f.shape) if f is not None else None for f in first]
-    second = ctx.engine.run_subgraph(body, ctx.scope, ctx.opsets, after + slices, ctx.attr_scope, ctx.node)[:n]
+    with ctx.engine.may_not_run(ctx.node, f"the second iteration of Scan {ctx.name!r}", None):
+        second = ctx.engine.run_subgraph(body, ctx.scope, ctx.opsets, after + slices, ctx.attr_scope, ctx.node)[:n]
     final = [_fixpoint(ctx, a, b, mark) for a, b in zip(after, second)]
     if provably_positive(seq_len):
         return final
@@ -239,11 +304,22 @@ def scan(ctx):
             seq_len = f.shape[ax]
         slices.append(Fact(dtype=f.dtype, shape=f.shape[:ax] + f.shape[ax + 1:]))
     mark = eng.symbols.mint_mark()
-    outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, states + slices, ctx.attr_scope, ctx.node)
-    if not _values_kept(states, outs[:n_state]):  # (as for Loop: what the first step decided holds for it alone)
-        states = _without_values(states)
+    initial = states
+    # a body over a sequence that may be empty is code that may not run (unreached.py)
+    region = None
+    if seq_len is None or not provably_positive(seq_len):
+        runs = None if seq_len is None else (0 if seq_len == 0 else _complement(iszero(seq_len)))
+        region = eng.may_not_run(ctx.node, f"the body of Scan {ctx.name!r}", runs)
+    with region if region is not None else nullcontext() as region:
         outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, states + slices, ctx.attr_scope, ctx.node)
-    results = _scan_states(ctx, body, states, slices, outs[:n_state], seq_len, mark)
+        if not _values_kept(states, outs[:n_state]):  # (as for Loop: what the first step decided holds for it alone)
+            states = _without_values(states)
+            outs = eng.run_subgraph(body, ctx.scope, ctx.opsets, states + slices, ctx.attr_scope, ctx.node)
+        results = _scan_states(ctx, body, states, slices, outs[:n_state], seq_len, mark)
+    if region is not None and region.failed:
+        # the body fails whenever it runs: the runs that succeed scan an empty sequence
+        return [_passed_through(b, a) for b, a in zip(initial, outs[:n_state])] + \
+            [Fact(dtype=f.dtype) for f in outs[n_state:]]
     out_axes = list(ctx.attr("scan_output_axes") or [0] * (len(outs) - n_state))
     lead = seq_len if seq_len is not None else ctx.fresh("scan")
     for f, ax in zip(outs[n_state:], out_axes):

@@ -1,0 +1,197 @@
+"""Code that may not run: an If branch under a condition the model computes, a Loop body that
+may run no iteration, a Scan body over a sequence that may be empty.
+
+A node there that breaks its op's rule does not make the model invalid: the model runs
+wherever that code does not. The engine walks such a body inside a :class:`Region`; a rule's
+``ShapeInferenceError`` there is recorded (an :class:`UnreachedFailure`) instead of ending the
+walk, and the node's outputs are unknown. What the runs that succeed compute comes from the
+code that does run (the other branch; a Loop's or Scan's states as they went in).
+
+After the walk the engine settles each failure by onnxruntime's rule: where onnxruntime's own
+load-time inference rejects the body -- the static shapes it sees contradict the node, as
+onnx's strict inference (the same schema functions, run the same way) says of that node --
+the model is refused at load and the failure is an error, as in code that runs. Otherwise it
+is a warning: "fails if it runs", with the sizes where it runs when the condition is a
+function of the input sizes (a branch taken only for some sizes is part of what the model
+accepts), or the note that the condition is computed from tensor data.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from onnx import ModelProto
+
+from ..errors import ShapeInferenceError
+from ..graph.structure import graphs_of
+from ..symbolic import Dim, evaluate
+from ..symbolic.search import binding_str, counterexample, holds, relevant
+
+__all__ = ["Region", "UnreachedFailure", "describe", "onnx_rejections", "or_not_run", "running_clause", "visible_to_runtime",
+           "without_negative_dims"]
+
+
+class UnreachedFailure:
+    """A node that breaks its op's rule inside code that may not run. ``path``: (op_type, name)
+    of each node that holds the code, outermost first, then of the node itself. Where
+    onnxruntime does not see it at load, what ``holder`` reads must stay as unknown to
+    onnxruntime's load-time inference as it is in the model (annotate, optimize): a shape
+    written or folded there would make it see the failure and refuse the model."""
+
+    __slots__ = ("error", "node", "path", "region", "holder")
+
+    def __init__(self, error: ShapeInferenceError, node, path: tuple, region: "Region", holder):
+        self.error = error
+        self.node = node
+        self.path = path
+        self.region = region
+        self.holder = holder  # the main graph's node that holds the code (an If, a Loop, a call)
+
+
+class Region:
+    """One walk of code that may not run. ``runs``: the 0/1 dim of "this code runs" when it is a
+    function of the input sizes, None when it depends on tensor data (or is not known).
+    ``failures``: those recorded directly in it (not in a region nested inside)."""
+
+    __slots__ = ("node", "what", "runs", "failures")
+
+    def __init__(self, node, what: str, runs: Optional[Dim]):
+        self.node = node
+        self.what = what
+        self.runs = runs
+        self.failures: list = []
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+
+def or_not_run(test, runs):
+    """A test of a binding that passes where ``test`` does or where the code (whose "it runs"
+    is the 0/1 dim ``runs``) does not run: a failure there breaks no run."""
+    def passes(binding):
+        return evaluate(runs, binding) == 0 or test(binding)
+
+    return passes
+
+
+def running_clause(region: Optional[Region]) -> str:
+    """What to add to "fails for N=1" for a condition inside code that may not run."""
+    if region is None:
+        return ""
+    if region.runs is None:
+        return f" if {region.what} runs (which depends on tensor data)"
+    return f", where {region.what} runs"
+
+
+def describe(failure: UnreachedFailure) -> Optional[str]:
+    """The warning's text for a failure onnxruntime does not see at load; None when the code
+    runs at no size tried (a branch whose condition no size makes true: nothing to say)."""
+    region = failure.region
+    err = failure.error
+    if region.runs is None:
+        return f"fails if it runs ({region.what}, which runs or not depending on tensor data): {err.rule}"
+    runs = region.runs
+    test = holds("equal", runs, 0)  # broken exactly where the code runs
+    found = counterexample((runs,), test)
+    if found is None:
+        return None
+    example = relevant((runs,), found, test)
+    return f"fails for {binding_str(example)}, where {region.what} runs: {err.rule}"
+
+
+# -- what onnxruntime sees at load ------------------------------------------------------------
+
+_ENTRY = re.compile(r"\(op_type:(?P<op>[^,)]*)(?:, node name: (?P<name>[^)]*))?\)")
+
+
+SMALL_INITIALIZER = 64  # elements: an initializer this small may be a shape onnx's inference reads
+
+
+def inference_view(model: ModelProto) -> ModelProto:
+    """What onnx's inference needs of ``model`` to say which nodes it rejects: a copy whose
+    outputs (of every graph) keep their element types but no shape -- an output declared with
+    another shape than its node makes is a warning to onnxruntime, which merges it leniently and
+    loads; value_info stays, as onnxruntime's inference reads it -- and whose initializers of more than SMALL_INITIALIZER elements are typed inputs instead
+    (no weight is copied or serialized; only small tensors -- shapes, axes -- are values
+    inference reads)."""
+    from onnx import helper
+
+    g = model.graph
+    view = ModelProto()
+    view.ir_version = max(model.ir_version, 4)
+    view.opset_import.extend(model.opset_import)
+    view.functions.extend(model.functions)
+    vg = view.graph
+    vg.name = g.name
+    vg.node.extend(g.node)
+    vg.input.extend(g.input)
+    vg.output.extend(g.output)
+    vg.value_info.extend(g.value_info)
+    vg.sparse_initializer.extend(g.sparse_initializer)
+    listed = {i.name for i in g.input}
+    for t in g.initializer:
+        if _elements(t) <= SMALL_INITIALIZER:
+            vg.initializer.append(t)
+        elif t.name not in listed:
+            vg.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    for graph in graphs_of(view):
+        for vi in graph.output:
+            if vi.type.HasField("tensor_type"):
+                vi.type.tensor_type.ClearField("shape")
+    return view
+
+
+def _elements(t) -> int:
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n
+
+
+def onnx_rejections(model: ModelProto) -> list:
+    """The chains of nodes onnx's strict type and shape inference rejects -- each a list of
+    (op_type, name), outermost first (an If, then the node in its branch that fails) --, or []
+    when it accepts the model or cannot infer it at all (a model too large to serialize)."""
+    from onnx.shape_inference import InferenceError, infer_shapes
+
+    try:
+        infer_shapes(without_negative_dims(inference_view(model)), check_type=True, strict_mode=True)
+        return []
+    except InferenceError as e:
+        text = str(e)
+    except (ValueError, RuntimeError):
+        return []
+    chains = []
+    for line in text.splitlines():
+        chain = [(m.group("op"), m.group("name") or "") for m in _ENTRY.finditer(line)]
+        if chain and "expected to have type but instead is null" not in line:
+            chains.append(chain)  # (a missing type follows from an earlier rejection, or from no type declared)
+    return chains
+
+
+def visible_to_runtime(failure: UnreachedFailure, rejections: list) -> bool:
+    """Whether onnx's strict inference rejects the same node in the same outer node: then
+    onnxruntime, whose load runs the same inference, refuses the model."""
+    path = failure.path
+    return any(chain[-1] == path[-1] and chain[0] == path[0] and len(chain) > 1 for chain in rejections)
+
+
+def without_negative_dims(m: ModelProto) -> ModelProto:
+    """m, or a copy whose dims written ``dim_value: -1`` (a dynamic dim, to onnx.checker and
+    onnxruntime) are left blank: onnx's C++ shape inference aborts the process on some of them."""
+    def declared(g):
+        for vi in (*g.input, *g.output, *g.value_info):
+            if vi.type.HasField("tensor_type"):
+                yield from vi.type.tensor_type.shape.dim
+
+    if not any(d.HasField("dim_value") and d.dim_value < 0 for g in graphs_of(m) for d in declared(g)):
+        return m
+    out = ModelProto()
+    out.CopyFrom(m)
+    for g in graphs_of(out):
+        for d in declared(g):
+            if d.HasField("dim_value") and d.dim_value < 0:
+                d.Clear()
+    return out

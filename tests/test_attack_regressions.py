@@ -1,0 +1,272 @@
+"""Regression tests for defect classes an outside attack found: each builds the model that showed
+the class and asserts what onnxruntime does. The families in tests/adversarial/families.py
+(tests/test_families.py) span each class along its axes; these are the named cases.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, parser
+
+import shapeinfer
+from shapeinfer import ShapeInferenceError
+from shapeinfer.infer.facts import Fact
+from shapeinfer.symbolic import evaluate, sym
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def _session(model, default_level=False):
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    if not default_level:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def _loads(model) -> bool:
+    try:
+        _session(model)
+        return True
+    except Exception:  # noqa: BLE001 - any refusal
+        return False
+
+
+# ------------------------------------------------------------------ 0-d boolean values (class 1)
+
+
+def _detection_postprocess():
+    """What ``if boxes.numel():`` exports to in a detection head: boxes kept by a score
+    threshold (NonZero), the post-processing guarded by Cast(Size(keep), BOOL)."""
+    nodes = [
+        helper.make_node("Greater", ["scores", "thr"], ["hit"]),
+        helper.make_node("NonZero", ["hit"], ["nz"]),
+        helper.make_node("Squeeze", ["nz", "ax0"], ["idx"]),
+        helper.make_node("Gather", ["boxes", "idx"], ["keep"], axis=0),
+        helper.make_node("Size", ["keep"], ["n"]),
+        helper.make_node("Cast", ["n"], ["any"], to=TP.BOOL),
+        helper.make_node("If", ["any"], ["out"],
+                         then_branch=helper.make_graph(
+                             [helper.make_node("Reshape", ["keep", "shp"], ["o"])], "then", [],
+                             [helper.make_tensor_value_info("o", TP.FLOAT, None)]),
+                         else_branch=helper.make_graph(
+                             [helper.make_node("ConstantOfShape", ["empty"], ["o2"],
+                                               value=helper.make_tensor("v", TP.FLOAT, [1], [0.0]))], "else", [],
+                             [helper.make_tensor_value_info("o2", TP.FLOAT, None)])),
+        helper.make_node("Not", ["any"], ["none"]),
+        helper.make_node("Cast", ["any"], ["anyf"], to=TP.FLOAT),
+        helper.make_node("Where", ["any", "scores", "scores"], ["sel"]),
+    ]
+    inits = [helper.make_tensor("thr", TP.FLOAT, [], [0.5]), helper.make_tensor("ax0", TP.INT64, [1], [0]),
+             helper.make_tensor("shp", TP.INT64, [3], [-1, 2, 2]), helper.make_tensor("empty", TP.INT64, [3], [0, 2, 2])]
+    graph = helper.make_graph(nodes, "detect",
+                              [helper.make_tensor_value_info("boxes", TP.FLOAT, ["N", 4]),
+                               helper.make_tensor_value_info("scores", TP.FLOAT, ["N"])],
+                              [helper.make_tensor_value_info(o, t, None) for o, t in
+                               (("out", TP.FLOAT), ("none", TP.BOOL), ("anyf", TP.FLOAT), ("sel", TP.FLOAT))],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_detection_postprocess_guarded_by_numel_infers_checks_and_optimizes():
+    model = _detection_postprocess()
+    res = shapeinfer.infer(model)
+    report = shapeinfer.check(model)
+    assert report.exit_code == 0, [str(f) for f in report.findings]
+    opt = shapeinfer.optimize(model)
+    for n in (0, 1, 3):
+        rng = np.random.default_rng(n)
+        feeds = {"boxes": rng.normal(size=(n, 4)).astype(np.float32), "scores": rng.random(n).astype(np.float32)}
+        want = _session(model).run(None, feeds)
+        got = _session(opt).run(None, feeds)
+        for w, g in zip(want, got):
+            assert w.dtype == g.dtype and w.shape == g.shape and np.array_equal(w, g)
+        sel = res.fact("sel")
+        assert sel.shape is not None and int(evaluate(sel.shape[0], {"N": n})) == want[3].shape[0]
+
+
+@pytest.mark.parametrize("chain", ["size_bool", "dim_bool", "size_uint8_bool"])
+@pytest.mark.parametrize("reader", ["If", "Where", "Not", "CastFloat", "output"])
+def test_zero_d_bool_values_from_sizes(chain, reader):
+    """Cast(Size(x), BOOL), Cast(Gather(Shape(x), 0), BOOL), through uint8 too, read by each
+    reader: inferred without a crash, and the value inference claims is the runtime's."""
+    make = {
+        "size_bool": "n = Size(x)\n c = Cast<to=9>(n)",
+        "dim_bool": "s = Shape(x)\n i = Constant<value=int64 {0}>()\n n = Gather<axis=0>(s, i)\n c = Cast<to=9>(n)",
+        "size_uint8_bool": "n = Size(x)\n u = Cast<to=2>(n)\n c = Cast<to=9>(u)",
+    }[chain]
+    use = {
+        "If": "y = If(c) <then_branch = t () => (float[N,4] a) { a = Identity(x) }, "
+              "else_branch = e () => (float[N,4] b) { b = Neg(x) }>",
+        "Where": "y = Where(c, x, x)",
+        "Not": "y = Not(c)",
+        "CastFloat": "y = Cast<to=1>(c)",
+        "output": "y = Identity(c)",
+    }[reader]
+    model = parser.parse_model(f'<ir_version: 8, opset_import: ["" : 17]>\ng (float[N,4] x) => (y, c) {{\n {make}\n {use}\n}}')
+    res = shapeinfer.infer(model)
+    c = res.fact("c")
+    assert isinstance(c.value, np.ndarray) and c.value.shape == ()
+    for n in (0, 1, 2, 256):
+        x = np.zeros((n, 4), np.float32)
+        got_c = _session(model).run(["c"], {"x": x})[0]
+        e = c.value[()]
+        if isinstance(e, bool) or hasattr(e, "terms"):  # (a value past uint8 wraps: unknown)
+            claimed = e if isinstance(e, bool) else bool(evaluate(e, {"N": n}))
+            assert claimed == bool(got_c), (n, e)
+    shapeinfer.optimize(model)
+    assert shapeinfer.check(model).exit_code == 0
+
+
+def test_a_value_is_always_an_array():
+    """Fact keeps one representation whatever a rule hands it: a bare element is a 0-d array."""
+    for element in (3, True, sym("N"), np.int64(2), np.float32(1.5)):
+        f = Fact(dtype=TP.INT64, shape=(), value=element)
+        assert isinstance(f.value, np.ndarray) and f.value.shape == ()
+    with pytest.raises(TypeError):
+        Fact(dtype=TP.INT64, shape=(), value=[1, 2])
+
+
+# ------------------------------------------------------------------ code that may not run (class 3)
+
+
+def _branch_model(body: str, x_decl: str = "float[2,3] x", container: str = "if") -> onnx.ModelProto:
+    consts = ('sh45 = Constant<value=int64[2] {4,5}>()\n ax1 = Constant<value=int64[1] {1}>()\n'
+              'k9 = Constant<value=int64[1] {9}>()\n')
+    if container == "if":
+        text = (f'<ir_version: 8, opset_import: ["" : 17]>\ng ({x_decl}, bool c) => (float[?,?] y) {{\n'
+                f' y = If(c) <then_branch = t () => (float[?,?] o) {{ {consts} {body} }}, '
+                'else_branch = e () => (float[?,?] o2) { o2 = Identity(x) }>\n}')
+    else:
+        text = (f'<ir_version: 8, opset_import: ["" : 17]>\ng ({x_decl}, int64 m) => (float[?,?] y) {{\n'
+                ' t = Constant<value=bool {1}>()\n'
+                f' y = Loop(m, t, x) <body = b (int64 i, bool cin, float[?,?] s) => (bool cout, float[?,?] so) '
+                f'{{ {consts} {body} cout = Identity(cin) so = Identity(s) }}>\n}}')
+    return parser.parse_model(text)
+
+
+@pytest.mark.parametrize("container", ["if", "loop"])
+def test_a_failure_onnxruntime_does_not_see_is_a_warning(container):
+    """A Reshape whose counts never match, in a branch under a data condition (or a Loop that may
+    make no trip): onnxruntime loads the model (its load-time inference does not check Reshape
+    counts) and runs it where the code does not run -- a warning, the rest inferred."""
+    model = _branch_model("o = Reshape(x, sh45)", container=container)
+    assert _loads(model)
+    res = shapeinfer.infer(model)  # no ShapeInferenceError
+    assert res.fact("y").shape == (2, 3)  # the runs that succeed keep x
+    report = shapeinfer.check(model)
+    assert report.exit_code == 0
+    assert any(f.code == "fails-if-run" and f.op == "Reshape" for f in report.findings)
+    feeds = {"x": np.ones((2, 3), np.float32), "c": np.array(False), "m": np.array(0, np.int64)}
+    feeds = {i.name: feeds[i.name] for i in model.graph.input}
+    assert _session(model).run(None, feeds)[0].shape == (2, 3)
+    opt = shapeinfer.optimize(model)
+    assert _session(opt).run(None, feeds)[0].shape == (2, 3)
+
+
+@pytest.mark.parametrize("container", ["if", "loop"])
+def test_a_failure_onnxruntime_sees_at_load_stays_an_error(container):
+    """A Squeeze of an axis of size 3 in the same place: onnxruntime's load-time inference sees
+    it and refuses the model -- an error, as in code that runs."""
+    model = _branch_model("o = Squeeze(x, ax1)", container=container)
+    assert not _loads(model)
+    with pytest.raises(ShapeInferenceError):
+        shapeinfer.infer(model)
+    assert shapeinfer.check(model).exit_code == 1
+
+
+def test_a_failure_in_a_branch_taken_for_some_sizes_names_them():
+    model = parser.parse_model('''<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] boxes) => (float[?,?] y) {
+  n = Size(boxes)
+  c = Cast<to=9>(n)
+  y = If(c) <then_branch = t () => (float[?,?] o) { s = Constant<value=int64[2] {3,7}>()  o = Reshape(boxes, s) },
+             else_branch = e () => (float[?,?] o2) { o2 = Identity(boxes) }>
+}''')
+    report = shapeinfer.check(model)
+    assert report.exit_code == 0
+    found = [f for f in report.findings if f.op == "Reshape"]
+    assert found and all("N=1" in f.message and "where the then-branch" in f.message for f in found), found
+
+
+def test_an_untaken_branch_onnxruntime_rejects_makes_the_model_invalid():
+    """A constant condition: the other branch never runs, but onnxruntime's load reads it."""
+    model = parser.parse_model('''<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x) => (float[?,?] y) {
+  c = Constant<value=bool {1}>()
+  y = If(c) <then_branch = t () => (float[?,?] o) { o = Identity(x) },
+             else_branch = e () => (float[?,?] o2) { a = Constant<value=int64[1] {1}>()  o2 = Squeeze(x, a) }>
+}''')
+    assert not _loads(model)
+    assert shapeinfer.check(model).exit_code == 1
+
+
+def test_shapes_written_never_let_onnxruntime_see_a_branch_fail():
+    """The branch squeezes an axis of x's rows, which only a Shape value tells: writing those
+    dims into value_info would make onnxruntime's load reject the branch."""
+    model = parser.parse_model('''<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,3] x, bool c) => (float[?,?] y) {
+  s = Shape(x)
+  X = Reshape(x, s)
+  y = If(c) <then_branch = t () => (float[?,?] o) { a = Constant<value=int64[1] {1}>()  o = Squeeze(X, a) },
+             else_branch = e () => (float[?,?] o2) { o2 = Identity(X) }>
+}''')
+    assert _loads(model)
+    assert _loads(shapeinfer.infer_shapes(model))
+
+
+# ------------------------------------------------------------------ written dim names (class 5)
+
+
+@pytest.mark.parametrize("opaque", ["a*b", "(a*b)"])
+def test_a_written_dim_never_spells_an_opaque_name(opaque):
+    """x's dim is named "a*b" (an opaque name, its own size); the flattened y is a*b. Written
+    as the same text, onnxruntime's ReshapeFusion takes them for one size and returns (6,1)."""
+    model = parser.parse_model(f'''<ir_version: 8, opset_import: ["" : 17]>
+g (float["{opaque}"] x, float[a,b] y) => (float[?,?] z) {{
+  f = Constant<value=int64[1] {{-1}}>()
+  flat = Reshape(y, f)
+  sx = Shape(x)
+  z0 = Constant<value=int64 {{0}}>()
+  g0 = Gather<axis=0>(sx, z0)
+  ax = Constant<value=int64[1] {{0}}>()
+  d0 = Unsqueeze(g0, ax)
+  s2 = Concat<axis=0>(d0, f)
+  z = Reshape(flat, s2)
+}}''')
+    feeds = {"x": np.arange(2, dtype=np.float32), "y": np.ones((2, 3), np.float32)}
+    assert _session(model, default_level=True).run(None, feeds)[0].shape == (2, 3)
+    for written in (shapeinfer.infer_shapes(model), shapeinfer.optimize(model)):
+        names = {d.dim_param for vi in (*written.graph.value_info, *written.graph.output)
+                 for d in vi.type.tensor_type.shape.dim if d.dim_param}
+        assert opaque not in names
+        assert _session(written, default_level=True).run(None, feeds)[0].shape == (2, 3)
+
+
+# ------------------------------------------------------------------ attributes through functions (class 7)
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_a_reference_to_an_absent_attribute_two_levels_down_is_absent(given):
+    """Main calls F1 (with or without ax); F1 calls F2 with bx = @ax; F2's Flatten takes
+    axis = @bx. Where the caller gives no ax, Flatten has no axis: its default, 1."""
+    attr = "<ax = 2>" if given else ""
+    model = parser.parse_model(f'''<ir_version: 8, opset_import: ["" : 17, "f": 1]>
+g (float[A,B,C] x) => (float[?,?] y) {{
+  y = f.F1{attr}(x)
+}}
+<domain: "f", opset_import: ["" : 17, "f": 1]>
+F1 <ax> (x) => (y) {{
+  y = f.F2<bx: int = @ax>(x)
+}}
+<domain: "f", opset_import: ["" : 17, "f": 1]>
+F2 <bx> (x) => (y) {{
+  y = Flatten<axis: int = @bx>(x)
+}}''')
+    shape = shapeinfer.infer(model).fact("y").shape
+    for a, b, c in ((2, 2, 2), (2, 3, 4), (0, 1, 2)):
+        want = _session(model).run(None, {"x": np.zeros((a, b, c), np.float32)})[0].shape
+        assert tuple(int(evaluate(d, {"A": a, "B": b, "C": c})) for d in shape) == want
