@@ -17,6 +17,8 @@ import time
 
 import click
 
+from shapeinfer.modelio.text import one_line
+
 EXIT_INVALID_MODEL = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
@@ -223,9 +225,9 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
         text = render_table(result, model_path, all_tensors=all_tensors, ops=ops, node_glob=node_glob,
                             width=None if wide else terminal_width(), color=use_color())
         if written is not None:
-            text += f"\nannotated model written to {output}"
+            text += f"\n{one_line(f'annotated model written to {output}')}"
             if written.describe():
-                text += f"\n{written.describe()}"
+                text += f"\n{one_line(written.describe())}"
         _echo_report(text, dest)
 
 
@@ -363,7 +365,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
         click.echo(_optimize_json(report, verdict, None) if as_json
                    else render_optimize(report, model_path, output, explain, verdict))
         message, code = verify_failure(verdict, original)
-        click.echo(f"error: {message}", err=True)
+        _error(message)
         raise SystemExit(code)
     written = write_model(optimized, output, source_dir=model_dir, external_data=external_data,
                           size_threshold=threshold, protected=inputs)
@@ -481,7 +483,7 @@ def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty):
     if output:
         write_bytes(dest, text.encode("utf-8"), ".tmp")
         if fmt != "text":
-            click.echo("".join(r.summary() + "\n" for r in reports), nl=False, err=True)
+            click.echo("".join(one_line(r.summary()) + "\n" for r in reports), nl=False, err=True)
     else:
         click.echo(text, nl=False)
     raise SystemExit(exit_code(reports))
@@ -566,30 +568,35 @@ def main(argv=None) -> int:
         ctx_hint = ""
         if isinstance(e, click.UsageError) and e.ctx is not None:
             ctx_hint = f" (see '{e.ctx.command_path} --help')"
-        click.echo(f"error: {e.format_message()}{ctx_hint}", err=True)
+        _error(f"{e.format_message()}{ctx_hint}")
         return EXIT_USAGE
     except InputShapeError as e:
-        click.echo(f"error: --input-shape: {e}", err=True)
+        _error(f"--input-shape: {e}")
         return EXIT_USAGE
     except OutputError as e:
-        click.echo(f"error: {e}; nothing written", err=True)
+        _error(f"{e}; nothing written")
         return EXIT_USAGE
     except (ShapeInferenceError, ExternalDataError) as e:
-        click.echo(f"error: invalid model: {e}", err=True)
+        _error(f"invalid model: {e}")
         return EXIT_INVALID_MODEL
     except ModelLoadError as e:
-        click.echo(f"error: {e}", err=True)
+        _error(str(e))
         return EXIT_USAGE
     except ValueError as e:  # e.g. an unknown pass name given through the API path
-        click.echo(f"error: {e}", err=True)
+        _error(str(e))
         return EXIT_USAGE
     except OSError as e:
-        click.echo(f"error: {e.filename or ''}: {e.strerror or e}", err=True)
+        _error(f"{e.filename or ''}: {e.strerror or e}")
         return EXIT_USAGE
     except Exception as e:  # an internal error still gets one line, not a traceback
-        click.echo(f"error: internal error ({type(e).__name__}: {e}); please report it", err=True)
+        _error(f"internal error ({type(e).__name__}: {e}); please report it")
         return EXIT_INTERNAL
     return 0
+
+
+def _error(message: str) -> None:
+    """One line on stderr: ``message`` with whatever a name or a path in it holds escaped."""
+    click.echo(f"error: {one_line(message)}", err=True)
 
 
 def entry() -> None:

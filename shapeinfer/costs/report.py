@@ -25,6 +25,7 @@ from ..modelio.external import tensor_elements, tensor_nbytes
 from ..modelio.load import as_model
 from ..symbolic import (Dim, EvaluationError, ExpressionTooLarge, add, atom_dim, bounds, dmax, evaluate, floordiv,
                         free_symbols, mul, provably_le, sub, substitute, to_str)
+from ..modelio.text import as_text
 from .formulas import CONTROL_FLOW, COUNTED_DOMAINS, node_cost, prod
 
 INT64_MAX = 2**63 - 1
@@ -199,7 +200,7 @@ def cost(model, *, bind: Optional[Mapping[str, int]] = None, input_shapes: Optio
             elements[o] = b
             out_bytes = _plus(out_bytes, b)
         macs, flops, out_bytes = value(macs), value(flops), value(out_bytes)
-        label = node.name or f"<{node.op_type} -> {next((o for o in node.output if o), '')}>"
+        label = as_text(node.name) or f"<{node.op_type} -> {next((o for o in node.output if o), '')}>"
         op = node.op_type if domain == "" else f"{domain}.{node.op_type}"
         report.nodes.append(NodeCost(label, op, macs, flops, out_bytes))
         if macs is None or flops is None:
