@@ -437,8 +437,9 @@ def render_cost(report, width=None, top: int = 10) -> str:
         return "? (a shape it needs is not known)" if d is None else formula(d, **kw) + " bytes"
 
     out.append("totals" if bound else "formulas (the value where no dim is 0; --json has the exact form)")
-    out.append(f"  MACs   = {count(report.macs)}")
-    out.append(f"  FLOPs  = {count(report.flops)}")
+    missing = f"  (not counting {_nodes(len(report.not_counted))}: see below)" if report.not_counted else ""
+    out.append(f"  MACs   = {count(report.macs)}{missing}")
+    out.append(f"  FLOPs  = {count(report.flops)}{missing}")
     out.append(f"  params = {report.params:,} ({human_bytes(report.param_bytes)})")
     out.append(f"  activations: every tensor = {size(report.activation_bytes)}")
     out.append(f"  activation peak{' (upper bound)' if report.peak_is_bound else ''} = "
@@ -447,6 +448,13 @@ def render_cost(report, width=None, top: int = 10) -> str:
         out.append("")
         for s, origin in report.unknown_symbols.items():
             out.append(f"unknown: {s} is a size known only at run time ({origin})")
+    for why, ops in report.not_counted_groups():
+        listed = ", ".join(f"{op} x{k}" for op, k in ops.items())
+        out.append(f"not counted: {_nodes(sum(ops.values()))} ({listed}): {why}")
     for note in report.notes:
         out.append(f"note: {note}")
     return finish_lines(out, width)
+
+
+def _nodes(k: int) -> str:
+    return f"{k} node{'s' if k != 1 else ''}"
