@@ -17,6 +17,8 @@ import time
 
 import click
 
+from shapeinfer.modelio.text import one_line
+
 EXIT_INVALID_MODEL = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
@@ -60,53 +62,12 @@ def cli():
     """
 
 
-def _parse_input_shape(values) -> dict:
-    """NAME=d0,d1,... items -> {name: [int or dim text]}; a usage error for a malformed item, a
-    dim that can be negative (``a-b``) or an input given twice."""
-    out = {}
-    for item in values:
-        if "=" not in item:
-            raise click.BadParameter(f"{item!r}: expected NAME=d0,d1,... (for example x=1,seq,768)", param_hint="--input-shape")
-        name, dims = item.split("=", 1)
-        if name.strip() in out:
-            raise click.BadParameter(f"input {name.strip()!r} is given twice", param_hint="--input-shape")
-        parsed = []
-        for d in (_top_level_split(dims) if dims.strip() else []):
-            d = d.strip()
-            if not d:
-                raise click.BadParameter(f"{item!r}: empty dim", param_hint="--input-shape")
-            if d.isascii() and d.lstrip("-").isdigit():
-                if int(d) < 0:
-                    raise click.BadParameter(f"{item!r}: dims cannot be negative", param_hint="--input-shape")
-                parsed.append(int(d))
-            else:
-                from shapeinfer.symbolic import ParseError, parse, provably_nonneg
+def _input_shapes(model, items) -> dict:
+    """--input-shape items (NAME:d0,d1,... or NAME=d0,d1,...) resolved against the model's input
+    names; an InputShapeError (a usage error) for an item that names none of them."""
+    from shapeinfer.infer.overrides import parse_input_shape_args
 
-                try:
-                    expr = parse(d)
-                except ParseError as e:
-                    raise click.BadParameter(f"{item!r}: {e}", param_hint="--input-shape") from None
-                if not provably_nonneg(expr):
-                    raise click.BadParameter(f"{item!r}: the dim {d!r} can be negative (a dim is a size, at least 0)",
-                                             param_hint="--input-shape")
-                parsed.append(d)
-        out[name.strip()] = parsed
-    return out
-
-
-def _top_level_split(text: str) -> list:
-    """``1,min(a,b),seq`` -> ["1", "min(a,b)", "seq"]: commas inside parentheses belong to the dim."""
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
+    return parse_input_shape_args(items, [vi.name for vi in model.graph.input])
 
 
 def _input_files(model, model_path: str) -> list:
@@ -164,8 +125,9 @@ def _echo_report(text: str, dest) -> None:
     "--input-shape",
     "input_shape",
     multiple=True,
-    metavar="NAME=DIMS",
-    help="Override an input's shape, e.g. --input-shape x=1,seq,768 (repeatable).",
+    metavar="NAME:DIMS",
+    help="Override an input's shape, e.g. --input-shape x:1,seq,768 or x=1,seq,768 (repeatable; NAME is the "
+         "longest input name followed by ':' or '=', so names holding them, as input:0, work).",
 )
 @click.option(
     "--assume-nonempty",
@@ -191,11 +153,11 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
 
     from .render import render_table
 
-    overrides = _parse_input_shape(input_shape)
     if any(not op.strip() for op in ops):
         raise click.BadParameter("an op type is a name, e.g. --op MatMul", param_hint="--op")
     threshold = _check_output_options(output, external_data, size_threshold)
     model = shapeinfer.load_model(model_path)
+    overrides = _input_shapes(model, input_shape)
     model_dir = os.path.dirname(os.path.abspath(model_path))
     dest = None
     if output:  # refused before the work: the input, its data, a directory, ...
@@ -223,9 +185,9 @@ def infer_cmd(model_path, all_tensors, as_json, output, input_shape, assume_none
         text = render_table(result, model_path, all_tensors=all_tensors, ops=ops, node_glob=node_glob,
                             width=None if wide else terminal_width(), color=use_color())
         if written is not None:
-            text += f"\nannotated model written to {output}"
+            text += f"\n{one_line(f'annotated model written to {output}')}"
             if written.describe():
-                text += f"\n{written.describe()}"
+                text += f"\n{one_line(written.describe())}"
         _echo_report(text, dest)
 
 
@@ -297,8 +259,8 @@ def _parse_bind(bind) -> dict:
                    "in the last bits; reported, and --verify then allows a tolerance.")
 @click.option("--bind", "bind", multiple=True, metavar="SYMBOL=V1,V2,V3",
               help="Sizes --verify gives a symbolic input dim (repeatable), e.g. --bind height=32,64,48.")
-@click.option("--input-shape", "input_shape", multiple=True, metavar="NAME=DIMS",
-              help="Fix an input's shape and fold what becomes static, e.g. --input-shape x=1,16 (repeatable; "
+@click.option("--input-shape", "input_shape", multiple=True, metavar="NAME:DIMS",
+              help="Fix an input's shape and fold what becomes static, e.g. --input-shape x:1,16 (repeatable; "
                    "symbols allowed, as for `infer`). The output model takes only these shapes.")
 @click.option("--no-shapes", "no_shapes", is_flag=True,
               help="Do not write the inferred shapes (value_info) into the output model.")
@@ -323,12 +285,12 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
     except UnknownPassError as e:
         raise click.BadParameter(f"unknown pass {e.name!r} (passes: {', '.join(e.known)})",
                                  param_hint="--passes/--skip") from None
-    overrides = _parse_input_shape(input_shape)
     values = _parse_bind(bind)
     if values and not do_verify:
         raise click.UsageError("--bind gives the sizes --verify runs the models at; it needs --verify")
     threshold = _check_output_options(output, external_data, size_threshold)
     model = shapeinfer.load_model(model_path)
+    overrides = _input_shapes(model, input_shape)
     model_dir = os.path.dirname(os.path.abspath(model_path))
     if values:
         from shapeinfer.optimizer.verify import input_symbols
@@ -363,7 +325,7 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
         click.echo(_optimize_json(report, verdict, None) if as_json
                    else render_optimize(report, model_path, output, explain, verdict))
         message, code = verify_failure(verdict, original)
-        click.echo(f"error: {message}", err=True)
+        _error(message)
         raise SystemExit(code)
     written = write_model(optimized, output, source_dir=model_dir, external_data=external_data,
                           size_threshold=threshold, protected=inputs)
@@ -415,7 +377,7 @@ def _optimize_json(report, verdict, written) -> str:
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=True))
 @click.option("--bind", "bind", multiple=True, metavar="SYMBOL=V",
               help="Give a symbol its size (repeatable), e.g. --bind batch=1 --bind seq=128: the figures are numbers.")
-@click.option("--input-shape", "input_shape", multiple=True, metavar="NAME=DIMS",
+@click.option("--input-shape", "input_shape", multiple=True, metavar="NAME:DIMS",
               help="Override an input's shape, as for `infer` (repeatable).")
 @click.option("--assume-nonempty", is_flag=True, help="Assume no tensor is empty (see `shapeinfer infer --help`).")
 @click.option("--top", "top", type=click.IntRange(0, 10000), default=10, show_default=True,
@@ -439,8 +401,8 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
         if name.strip() in values:
             raise click.BadParameter(f"{name.strip()!r} is given twice", param_hint="--bind")
         values[name.strip()] = int(v)
-    overrides = _parse_input_shape(input_shape)
     model = shapeinfer.load_model(model_path)
+    overrides = _input_shapes(model, input_shape)
     try:
         report = cost(model, bind=values, input_shapes=overrides, assume_nonempty=assume_nonempty,
                       base_dir=os.path.dirname(os.path.abspath(model_path)))
@@ -481,7 +443,7 @@ def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty):
     if output:
         write_bytes(dest, text.encode("utf-8"), ".tmp")
         if fmt != "text":
-            click.echo("".join(r.summary() + "\n" for r in reports), nl=False, err=True)
+            click.echo("".join(one_line(r.summary()) + "\n" for r in reports), nl=False, err=True)
     else:
         click.echo(text, nl=False)
     raise SystemExit(exit_code(reports))
@@ -566,30 +528,35 @@ def main(argv=None) -> int:
         ctx_hint = ""
         if isinstance(e, click.UsageError) and e.ctx is not None:
             ctx_hint = f" (see '{e.ctx.command_path} --help')"
-        click.echo(f"error: {e.format_message()}{ctx_hint}", err=True)
+        _error(f"{e.format_message()}{ctx_hint}")
         return EXIT_USAGE
     except InputShapeError as e:
-        click.echo(f"error: --input-shape: {e}", err=True)
+        _error(f"--input-shape: {e}")
         return EXIT_USAGE
     except OutputError as e:
-        click.echo(f"error: {e}; nothing written", err=True)
+        _error(f"{e}; nothing written")
         return EXIT_USAGE
     except (ShapeInferenceError, ExternalDataError) as e:
-        click.echo(f"error: invalid model: {e}", err=True)
+        _error(f"invalid model: {e}")
         return EXIT_INVALID_MODEL
     except ModelLoadError as e:
-        click.echo(f"error: {e}", err=True)
+        _error(str(e))
         return EXIT_USAGE
     except ValueError as e:  # e.g. an unknown pass name given through the API path
-        click.echo(f"error: {e}", err=True)
+        _error(str(e))
         return EXIT_USAGE
     except OSError as e:
-        click.echo(f"error: {e.filename or ''}: {e.strerror or e}", err=True)
+        _error(f"{e.filename or ''}: {e.strerror or e}")
         return EXIT_USAGE
     except Exception as e:  # an internal error still gets one line, not a traceback
-        click.echo(f"error: internal error ({type(e).__name__}: {e}); please report it", err=True)
+        _error(f"internal error ({type(e).__name__}: {e}); please report it")
         return EXIT_INTERNAL
     return 0
+
+
+def _error(message: str) -> None:
+    """One line on stderr: ``message`` with whatever a name or a path in it holds escaped."""
+    click.echo(f"error: {one_line(message)}", err=True)
 
 
 def entry() -> None:

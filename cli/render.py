@@ -1,10 +1,16 @@
-"""Plain-text rendering of an inference result."""
+"""Plain-text rendering of an inference result, the optimize report and the cost report.
+
+Every line goes through ``one_line`` before it is coloured and printed: a name (node, tensor,
+op, model path) holding a newline, a control character, an escape sequence or a byte that is
+not UTF-8 shows them as escapes (``\\n``, ``\\x1b``, ``\\xff``) and never starts a line or
+reaches the terminal raw."""
 
 from __future__ import annotations
 
 import unicodedata
 
 from shapeinfer.infer.facts import dtype_name
+from shapeinfer.modelio.text import as_text, one_line
 from shapeinfer.symbolic import plain, to_str, zero_cases
 
 
@@ -32,15 +38,6 @@ def _shown(result, name, cases: set = None) -> str:
     return "[" + ",".join(parts) + "]"
 
 
-def _safe(value) -> str:
-    """A cell's text with control characters (newlines, escape sequences in a node's name)
-    written as escapes: one line, nothing a terminal would act on."""
-    text = str(value)
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def _cells(text: str) -> int:
     """Terminal cells text takes: East Asian wide and fullwidth characters take two."""
     if text.isascii():
@@ -65,7 +62,7 @@ def _wrap(line: str, width: int) -> list:
 def _table(rows, headers, width=None, first=None) -> list:
     """Rows aligned in columns; with ``width``, columns are cut (cells end in "…") until a line
     fits it: column ``first`` (node names) down to NAME_COLUMN first, then the widest."""
-    rows = [[_safe(c) for c in r] for r in rows]
+    rows = [[one_line(c) for c in r] for r in rows]
     widths = [max(_cells(str(r[i])) for r in rows + [list(headers)]) for i in range(len(headers))]
     if width:
         floors = [_cells(str(h)) for h in headers]
@@ -135,7 +132,7 @@ def _node_rows(result, nodes, shape) -> list:
         if key in rows:
             rows[key][4] += 1
         else:
-            rows[key] = [n.name or "<unnamed>", n.op_type, ins, outs, 1]
+            rows[key] = [as_text(n.name) or "<unnamed>", as_text(n.op_type), ins, outs, 1]
     return [(name, f"x{count}" if count > 1 else "", op, ins, outs) for name, op, ins, outs, count in rows.values()]
 
 
@@ -149,12 +146,15 @@ def render_table(result, model_path: str, all_tensors: bool = False, ops=None, n
     import click
 
     cases: set = set()
+    styled: dict = {}  # line index -> how colour styles it (after the line is made safe)
 
     def _shape(result, name):
         return _shown(result, name, cases)
 
     def heading(text):
-        return click.style(text, bold=True) if color else text
+        if color:
+            styled[len(out)] = lambda line: click.style(line, bold=True)
+        out.append(text)
 
     g = result.model.graph
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in result.model.opset_import)
@@ -162,15 +162,15 @@ def render_table(result, model_path: str, all_tensors: bool = False, ops=None, n
     init = {t.name for t in g.initializer}
     inputs = [(i.name, _dtype(result, i.name), _shape(result, i.name)) for i in g.input if i.name not in init]
     outputs = [(o.name, _dtype(result, o.name), _shape(result, o.name)) for o in g.output]
-    out.append(heading("inputs"))
+    heading("inputs")
     out.extend(_table(inputs, ("name", "dtype", "shape"), width) if inputs else ["  (none)"])
-    out.append(heading("outputs"))
+    heading("outputs")
     out.extend(_table(outputs, ("name", "dtype", "shape"), width) if outputs else ["  (none)"])
     out.append("")
     wanted = set(ops) if ops else {"Expand", "Reshape", "Tile"}
-    nodes = [n for n in g.node if n.op_type in wanted and (node_glob is None or fnmatch.fnmatchcase(n.name, node_glob))]
-    title = " / ".join(sorted(wanted)) + (f" (nodes {node_glob})" if node_glob else "")
-    out.append(heading(title))
+    nodes = [n for n in g.node
+             if n.op_type in wanted and (node_glob is None or fnmatch.fnmatchcase(as_text(n.name), node_glob))]
+    heading(" / ".join(sorted(wanted)) + (f" (nodes {node_glob})" if node_glob else ""))
     if nodes:
         rows = _node_rows(result, nodes, _shape)
         headers = ("node", "", "op", "input -> target" if wanted <= {"Expand", "Reshape", "Tile"} else "inputs",
@@ -183,7 +183,7 @@ def render_table(result, model_path: str, all_tensors: bool = False, ops=None, n
         out.append("  (none in this model)" if node_glob is None else "  (no such node)")
     if all_tensors:
         out.append("")
-        out.append(heading("all tensors"))
+        heading("all tensors")
         rows = [(name, _dtype(result, name), _shape(result, name), result.classify(name)) for name in result.tensor_names()]
         out.extend(_table(rows, ("tensor", "dtype", "shape", "kind"), width, first=0) if rows else ["  (none)"])
     if cases:
@@ -195,7 +195,7 @@ def render_table(result, model_path: str, all_tensors: bool = False, ops=None, n
     out.append("")
     unknown = f"{s['unknown']} unknown"
     if color and s["unknown"]:
-        unknown = click.style(unknown, fg="yellow")
+        styled[len(out)] = lambda line: line.replace(unknown, click.style(unknown, fg="yellow"), 1)
     out.append(
         f"summary: {total} tensors: {s['static']} static, {s['symbolic']} symbolic, {unknown}; "
         f"symbols: {', '.join(s['symbols']) or 'none'}"
@@ -210,9 +210,20 @@ def render_table(result, model_path: str, all_tensors: bool = False, ops=None, n
     for d in result.diagnostics:
         if d.kind != "condition":  # unconfirmed conditions: `shapeinfer check` tests them
             out.append(str(d))
-    if width:  # prose lines wrap at the width (the tables are cut to it above)
-        out = [w for line in out for w in _wrap(line, width)]
-    return "\n".join(out)
+    return finish_lines(out, width, styled)
+
+
+def finish_lines(out: list, width=None, styled: dict = None) -> str:
+    """A report's lines as printed: each made one safe line (``one_line``: a newline or an
+    escape sequence inside a name shows as an escape), then styled (``styled``: line index ->
+    a function that colours it), then, with ``width``, prose lines wrapped at it (tables are
+    cut to it already)."""
+    lines = [one_line(line) for line in out]
+    for i, style in (styled or {}).items():
+        lines[i] = style(lines[i])
+    if width:
+        lines = [w for line in lines for w in _wrap(line, width)]
+    return "\n".join(lines)
 
 
 def human_bytes(n: int) -> str:
@@ -271,7 +282,7 @@ def render_optimize(report, model_path: str, output: str, explain: bool, verdict
             out.append(f"  {_binding(binding)}: {outcome}")
     if written is not None and written.describe():
         out.append(written.describe())
-    return "\n".join(out)
+    return finish_lines(out)
 
 
 def _binding(binding: dict) -> str:
@@ -426,8 +437,9 @@ def render_cost(report, width=None, top: int = 10) -> str:
         return "? (a shape it needs is not known)" if d is None else formula(d, **kw) + " bytes"
 
     out.append("totals" if bound else "formulas (the value where no dim is 0; --json has the exact form)")
-    out.append(f"  MACs   = {count(report.macs)}")
-    out.append(f"  FLOPs  = {count(report.flops)}")
+    missing = f"  (not counting {_nodes(len(report.not_counted))}: see below)" if report.not_counted else ""
+    out.append(f"  MACs   = {count(report.macs)}{missing}")
+    out.append(f"  FLOPs  = {count(report.flops)}{missing}")
     out.append(f"  params = {report.params:,} ({human_bytes(report.param_bytes)})")
     out.append(f"  activations: every tensor = {size(report.activation_bytes)}")
     out.append(f"  activation peak{' (upper bound)' if report.peak_is_bound else ''} = "
@@ -436,8 +448,13 @@ def render_cost(report, width=None, top: int = 10) -> str:
         out.append("")
         for s, origin in report.unknown_symbols.items():
             out.append(f"unknown: {s} is a size known only at run time ({origin})")
+    for why, ops in report.not_counted_groups():
+        listed = ", ".join(f"{op} x{k}" for op, k in ops.items())
+        out.append(f"not counted: {_nodes(sum(ops.values()))} ({listed}): {why}")
     for note in report.notes:
         out.append(f"note: {note}")
-    if width:
-        out = [w for line in out for w in _wrap(line, width)]
-    return "\n".join(out)
+    return finish_lines(out, width)
+
+
+def _nodes(k: int) -> str:
+    return f"{k} node{'s' if k != 1 else ''}"

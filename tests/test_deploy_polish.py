@@ -2,6 +2,7 @@
 shapes written into the optimised model (checked against onnxruntime's real shapes), the
 before/after report, and a command line that forgives typos and says what is wrong."""
 
+import json
 import os
 import subprocess
 import sys
@@ -135,6 +136,82 @@ def test_input_shape_with_a_symbol_verifies_at_its_bindings(tmp_path):
     assert code == 0
     m = onnx.load(out)
     assert [d.dim_value or d.dim_param for d in m.graph.input[0].type.tensor_type.shape.dim] == [1, "T", 16]
+
+
+# Input names as exporters write them: tf2onnx's `input:0`, a name holding `=`, one holding both,
+# and names that are prefixes of one another.
+NAMED_INPUTS = ["x", "input", "input:0", "k=v", "a:b=c", "a", "a:b"]
+
+
+def _named_inputs_model(tmp_path):
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [f"d{k}", 4]) for k, n in enumerate(NAMED_INPUTS)]
+    nodes = [helper.make_node("Add", [NAMED_INPUTS[0], NAMED_INPUTS[1]], ["s1"])]
+    for k, n in enumerate(NAMED_INPUTS[2:], 2):
+        nodes.append(helper.make_node("Add", [f"s{k - 1}", n], [f"s{k}"]))
+    g = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info(f"s{len(NAMED_INPUTS) - 1}",
+                                                                             TensorProto.FLOAT, None)])
+    path = tmp_path / "named.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return str(path)
+
+
+@pytest.mark.parametrize("sep", [":", "="])
+@pytest.mark.parametrize("name", NAMED_INPUTS)
+def test_input_shape_names_the_longest_input_followed_by_a_colon_or_an_equals_sign(tmp_path, capsys, name, sep):
+    path = _named_inputs_model(tmp_path)
+    code = main(["infer", path, "--json", "--input-shape", f"{name}{sep}1,4"])
+    assert code == 0, capsys.readouterr().err
+    shapes = {t["name"]: t["shape"] for t in json.loads(capsys.readouterr().out)["inputs"]}
+    assert shapes[name] == [1, 4]
+    assert all(s != [1, 4] for n, s in shapes.items() if n != name)
+    for command in (["cost", path, "--json"], ["optimize", path, "-o", str(tmp_path / "o.onnx"), "--json"]):
+        assert main(command + ["--input-shape", f"{name}{sep}1,4"]) == 0, capsys.readouterr().err
+    assert [d.dim_value for d in onnx.load(tmp_path / "o.onnx").graph.input[NAMED_INPUTS.index(name)]
+            .type.tensor_type.shape.dim] == [1, 4]
+    assert shapeinfer.cost(path, input_shapes={name: [1, 4]}).macs == 0  # (the API takes names as they are)
+
+
+@pytest.mark.parametrize("item, expect", [
+    ("a:b:2,4", {"a:b": [2, 4]}),       # the longest name followed by a separator wins
+    ("a:b=c:2,4", {"a:b=c": [2, 4]}),
+    ("a:b=c=2,4", {"a:b=c": [2, 4]}),
+    ("a:b=2,4", {"a:b": [2, 4]}),       # `a:b=c` is not followed by `:` or `=` here
+    ("input:0:N,4", {"input:0": ["N", 4]}),
+    ("input:N,4", {"input": ["N", 4]}),
+    ("k=v=1,4", {"k=v": [1, 4]}),
+    ("x:", {"x": []}),
+])
+def test_input_shape_items_resolve_against_the_input_names(item, expect):
+    from shapeinfer.infer.overrides import parse_input_shape_args
+
+    assert parse_input_shape_args([item], NAMED_INPUTS) == expect
+
+
+@pytest.mark.parametrize("items, says", [
+    (["nope:1,4"], "no input named 'nope'"),
+    (["nope=1,4"], "no input named 'nope'"),
+    (["inputs:1,4"], "no input named 'inputs'"),
+    (["k:1,4"], "no input named 'k'"),
+    (["1,4"], "no input named '1,4'"),
+    (["x:1,4", "x=2,4"], "given twice"),
+    (["input:0:1,4", "input:0=1,4"], "given twice"),
+    (["x:1,,4"], "empty dim"),
+    (["x:1,-4"], "cannot be negative"),
+])
+@pytest.mark.parametrize("command", ["infer", "optimize", "cost"])
+def test_input_shape_naming_no_input_is_a_usage_error_listing_the_inputs(tmp_path, capsys, command, items, says):
+    path = _named_inputs_model(tmp_path)
+    out = tmp_path / "o.onnx"
+    argv = [command, path] + (["-o", str(out)] if command == "optimize" else [])
+    for item in items:
+        argv += ["--input-shape", item]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1 and not out.exists()
+    if "no input named" in says:
+        assert all(repr(n) in err for n in NAMED_INPUTS)
 
 
 def test_api_input_shapes_and_pass_names():

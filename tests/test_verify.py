@@ -226,3 +226,75 @@ def test_cli_optimize_help_describes_the_opt_ins():
     for flag in ("--fold-float-math", "--fuse-gemm", "--external-data", "--size-threshold"):
         assert flag in text
     assert text.count("last bits") >= 2 and "bit for bit" in text
+
+
+# ------------------------------------------------------------------ outputs that are no tensor
+
+
+def _sequence_model(body: str, inputs: str = "float[N] x"):
+    """A model whose one output ``s`` is a sequence of float tensors (of any shapes)."""
+    m = _model(f"g ({inputs}) => () {{ {body} }}")
+    m.graph.output.append(onnx.helper.make_tensor_sequence_value_info("s", onnx.TensorProto.FLOAT, None))
+    return m
+
+
+RAGGED = {  # each makes the sequence q
+    "construct": "two = Constant<value = int64[1] {2}>()\n z = Constant<value = float[1] {0.0}>()\n"
+                 " a = Expand(z, two)\n q = SequenceConstruct(a, x)",
+    "uneven-split": "zero = Constant<value = int64[1] {0}>()\n five = Constant<value = int64[1] {5}>()\n"
+                    " sizes = Constant<value = int64[2] {2, 3}>()\n xx = Concat<axis = 0>(x, x, x, x, x)\n"
+                    " c = Slice(xx, zero, five)\n q = SplitToSequence<axis = 0>(c, sizes)",
+    "three-shapes": "one = Constant<value = int64[1] {1}>()\n z = Constant<value = float[1] {1.5}>()\n"
+                    " a = Expand(z, one)\n b = Concat<axis = 0>(x, a)\n q = SequenceConstruct(a, x, b)",
+}
+LAST = " minus_one = Constant<value = int64 {-1}>()\n"
+ENDINGS = {
+    "same": "\n s = Identity(q)",
+    "last-doubled": "\n" + LAST + " last = SequenceAt(q, minus_one)\n doubled = Add(last, last)\n"
+                    " shorter = SequenceErase(q, minus_one)\n s = SequenceInsert(shorter, doubled)",
+    "last-dropped": "\n" + LAST + " s = SequenceErase(q, minus_one)",
+}
+
+
+@pytest.mark.parametrize("case", list(RAGGED))
+def test_a_ragged_sequence_output_compares_element_by_element(case):
+    original = _sequence_model(RAGGED[case] + ENDINGS["same"])
+    v = verify(original, original, bindings=[{"N": 1}, {"N": 3}, {"N": 4}])
+    assert v.outcome == IDENTICAL and v.compared == 3, v.runs
+    # one element changed, or one fewer: a difference that says where
+    v = verify(original, _sequence_model(RAGGED[case] + ENDINGS["last-doubled"]), bindings=[{"N": 3}])
+    assert v.outcome == DIFFERENT and "s: element " in v.runs[0][1], v.runs
+    v = verify(original, _sequence_model(RAGGED[case] + ENDINGS["last-dropped"]), bindings=[{"N": 3}])
+    assert v.outcome == DIFFERENT and "s: sequence length " in v.runs[0][1], v.runs
+
+
+@pytest.mark.parametrize("a, b, says", [
+    ([np.zeros(2, np.float32), np.zeros(3, np.float32)], [np.zeros(2, np.float32), np.zeros(3, np.float32)], ""),
+    ([np.zeros(2, np.float32), np.zeros(3, np.float32)], [np.zeros(2, np.float32), np.ones(3, np.float32)],
+     "element 1: 3 of 3 elements differ"),
+    ([np.zeros(2, np.float32), np.zeros(3, np.float32)], [np.zeros(2, np.float32), np.zeros(4, np.float32)],
+     "element 1: shape [3] vs [4]"),
+    ([np.array([-0.0], np.float32), np.zeros(3, np.float32)], [np.array([0.0], np.float32), np.zeros(3, np.float32)],
+     "element 0: 1 of 1 elements differ"),
+    ([np.zeros(2, np.float32)], [np.zeros(2, np.float32), np.zeros(3, np.float32)], "sequence length 1 vs 2"),
+    ([np.zeros(2, np.float32), np.zeros(3, np.float32)], np.zeros((2, 3), np.float32), "a sequence of 2 vs a tensor"),
+    ([], [], ""),
+    (None, None, ""),
+    (None, np.zeros(1, np.float32), "no value (an empty optional) vs a tensor"),
+    ({1: np.zeros(2, np.float32), 2: np.zeros(3, np.float32)}, {1: np.zeros(2, np.float32), 2: np.ones(3, np.float32)},
+     "key 2: 3 of 3 elements differ"),
+    ({1: np.zeros(2, np.float32)}, {2: np.zeros(2, np.float32)}, "map keys [1] vs [2]"),
+])
+def test_difference_of_sequences_optionals_and_maps(a, b, says):
+    got = difference(a, b)
+    assert got.startswith(says) if says else got == ""
+    assert difference(a, b, signed_zeros=False) == ("" if "element 0" in says else got)
+
+
+def test_cli_verify_on_a_ragged_sequence_output(tmp_path, capsys):
+    path = _save(tmp_path, "m.onnx", _sequence_model(RAGGED["uneven-split"] + ENDINGS["same"]))
+    out = tmp_path / "o.onnx"
+    assert main(["optimize", path, "-o", str(out), "--verify"]) == 0
+    captured = capsys.readouterr()
+    assert "outputs identical" in captured.out and "inhomogeneous" not in captured.out + captured.err
+    assert out.exists()

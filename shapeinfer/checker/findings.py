@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..modelio.text import as_text
+
 ERROR, WARNING = "error", "warning"
 INT64_MAX = 2**63 - 1
 HUGE_ELEMENTS = 10**12  # a warning: no real deployment materialises a tensor this large
@@ -36,8 +38,13 @@ class CheckReport:
     unreadable: bool = False
     assume_nonempty: bool = False
 
+    def __post_init__(self) -> None:
+        self.path = as_text(self.path)
+
     def add(self, severity, code, message, node="", op="") -> None:
-        self.findings.append(Finding(severity, code, message, node or "", op or ""))
+        """A finding; ``node`` and ``op`` as the model holds them (a name that is not UTF-8,
+        which protobuf hands over as bytes, is kept as text with its bytes escaped)."""
+        self.findings.append(Finding(severity, code, message, as_text(node or ""), as_text(op or "")))
 
     @property
     def errors(self) -> list:

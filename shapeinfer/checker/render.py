@@ -1,10 +1,16 @@
-"""A check run as text (one line per finding, a summary line per model), JSON or JUnit XML."""
+"""A check run as text (one line per finding, a summary line per model), JSON or JUnit XML.
+
+Names and paths come from the models and the command line and may hold anything: every line of
+text and every JUnit string goes through ``one_line`` (a newline in a node name shows as ``\\n``
+and never starts a line; an escape sequence never reaches a terminal; the XML holds only
+characters XML 1.0 allows). JSON carries the names exactly."""
 
 from __future__ import annotations
 
 import json
 from xml.etree import ElementTree as ET
 
+from ..modelio.text import one_line
 from .findings import ERROR, WARNING, Finding, exit_code
 
 MESSAGE_CHARS = 300  # a finding's text is cut here (--format json has it whole)
@@ -37,7 +43,7 @@ def render_text(reports: list) -> str:
                 lines.append(f"{r.path}:   the same on {len(found) - 1} more node(s): {names}{more}")
     for r in reports:  # the report ends with one summary line per model
         lines.append(r.summary())
-    return "\n".join(lines) + "\n"
+    return "".join(one_line(line) + "\n" for line in lines)
 
 
 def render_json(reports: list) -> str:
@@ -55,17 +61,19 @@ def render_junit(reports: list) -> str:
                        errors=str(sum(1 for r in reports if r.unreadable)),
                        time=f"{sum(r.seconds for r in reports):.3f}")
     for r in reports:
-        case = ET.SubElement(suite, "testcase", classname="shapeinfer.check", name=r.path, time=f"{r.seconds:.3f}")
-        body = "\n".join(f.line() for f in r.findings)
+        case = ET.SubElement(suite, "testcase", classname="shapeinfer.check", name=one_line(r.path),
+                             time=f"{r.seconds:.3f}")
+        body = "\n".join(one_line(f.line()) for f in r.findings)
         if r.unreadable:
-            el = ET.SubElement(case, "error", message=r.errors[0].message if r.errors else "unreadable", type="unreadable")
+            el = ET.SubElement(case, "error", message=one_line(r.errors[0].message if r.errors else "unreadable"),
+                               type="unreadable")
             el.text = body
         elif not r.ok:
             first = r.errors[0]
             proper = sum(1 for f in r.errors if f.severity == ERROR)
             count = (f"{proper} error(s)" if proper == len(r.errors) else
                      f"{proper} error(s) and {len(r.errors) - proper} warning(s), which fail under --strict")
-            el = ET.SubElement(case, "failure", message=f"{count}: {first.line()}", type="shape")
+            el = ET.SubElement(case, "failure", message=one_line(f"{count}: {first.line()}"), type="shape")
             el.text = body
         elif r.findings:
             out = ET.SubElement(case, "system-out")

@@ -3,13 +3,22 @@ other floating-point operations (FLOPs), as dims (ints or expressions in the mod
 
 Counting rules (the README's "Cost" section says the same):
 - MACs: MatMul (and its integer, quantized and contrib forms) = the output's elements x K, the
-  contracted dim; Gemm = M x N x K; Conv = the output's elements x C_in/group x the kernel's
-  elements (W's dims after the first); ConvTranspose = the input's elements x C_out/group x the
-  kernel's elements (again W's dims after the first); Einsum = the product of every index's size
-  x (operands - 1); attention (com.microsoft Attention, MultiHeadAttention,
-  GroupQueryAttention; ai.onnx Attention) = Q.K^T and attention x V as computed densely (a causal
-  mask does not halve it), plus the input projection of com.microsoft Attention. The bias add
-  of Conv/Gemm is not counted.
+  contracted dim; Gemm (FusedGemm, QGemm, GemmFloat8) = M x N x K; the weight-packed MatMuls
+  (MatMulNBits, MatMulBnb4, ...) = A's rows x K x N, N their output columns (MatMulNBitsMlp two
+  projections, MatMulNBitsQkv three); Conv (ConvInteger, QLinearConv, FusedConv, NhwcConv,
+  DeformConv's convolution) = the output's elements x C_in/group x the kernel's elements (W's
+  dims after the first); ConvTranspose = the input's elements x C_out/group x the kernel's
+  elements (again W's dims after the first); Einsum = the product of every index's size x
+  (operands - 1); RNN/GRU/LSTM (DynamicQuantizeLSTM) = steps x batch x the elements of W and R
+  (every gate's input and recurrent projections); attention (com.microsoft Attention,
+  QAttention, MultiHeadAttention, GroupQueryAttention; ai.onnx Attention) = Q.K^T and attention
+  x V as computed densely (a causal mask does not halve it), plus the input projection of
+  com.microsoft Attention and QAttention. The bias add of Conv/Gemm is not counted.
+- Not counted, and listed as such by the report (``not_counted``): a compute op no rule above
+  counts (``COMPUTE_WITHOUT_RULE``, and any op whose name says MatMul, Gemm, Conv, Attention,
+  Einsum, LSTM, GRU or RNN that has no rule and is not known to do no multiply-accumulates,
+  ``NO_MACS``), a node with subgraphs (If, Loop, Scan, BeamSearch: the subgraphs' cost), and an
+  op of another domain. A total is then a lower bound, and the report says by how many nodes.
 - FLOPs, for every other op: one per output element; a reduction (ReduceX, ArgMax/ArgMin,
   global pooling) one per input element; MaxPool/AveragePool/LpPool one per output element and
   kernel position. Ops that only move, select or describe data (Reshape, Transpose, Gather,
@@ -19,12 +28,14 @@ Counting rules (the README's "Cost" section says the same):
 
 from __future__ import annotations
 
+import re
 from functools import reduce
 from typing import Callable, Optional
 
-from onnx import helper
+from onnx import AttributeProto, helper
 
-from ..symbolic import Dim, add, bcast, mul
+from ..modelio.text import as_text
+from ..symbolic import BroadcastError, Dim, add, bcast, mul
 
 Shape = Optional[tuple]
 ShapeOf = Callable[[str], Shape]
@@ -38,8 +49,7 @@ ZERO_COST = frozenset({
     "OptionalGetElement", "OptionalHasElement", "If", "Loop", "Scan", "Unique", "TopK", "Col2Im", "CenterCropPad",
     "Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
 })
-CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
-COUNTED_DOMAINS = ("", "com.microsoft")  # ops of other domains are not counted (the report names them)
+COUNTED_DOMAINS = ("", "com.microsoft")  # ops of other domains are not counted (the report lists them)
 REDUCTIONS = frozenset({
     "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
     "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
@@ -66,29 +76,115 @@ def _out(node, i: int) -> str:
     return node.output[i] if i < len(node.output) else ""
 
 
-def _matmul(node, shape: ShapeOf, a_index=0, trans_attr=None) -> Optional[Dim]:
-    """Output elements x K, K the last dim of A (its rows' dim under a transpose: the one before
-    the last, or the first where FusedMatMul's transBatchA moves that after the batch dims)."""
-    a, out = shape(_in(node, a_index)), shape(_out(node, 0))
-    if not a or out is None:
+def _operand(s: tuple, trans: bool = False, trans_batch: bool = False) -> tuple:
+    """A MatMul operand as the plain one it stands for: FusedMatMul's ``transBatch`` reads
+    [M, b1.., K] as [b1.., M, K], ``trans`` then swaps the last two (a vector stays)."""
+    s = list(s)
+    if len(s) == 1:
+        return tuple(s)
+    if trans_batch and len(s) > 2:
+        s = s[1:-1] + [s[0], s[-1]]
+    if trans:
+        s[-2], s[-1] = s[-1], s[-2]
+    return tuple(s)
+
+
+def _matmul_macs(a: tuple, b: tuple) -> Optional[Dim]:
+    """numpy.matmul's MACs from its operands' shapes: the broadcast batch x M x K x N (a vector
+    operand has no M, or no N)."""
+    if not a or not b:
         return None
+    m = a[-2] if len(a) > 1 else 1
+    n = b[-1] if len(b) > 1 else 1
+    batch_a, batch_b = list(a[:-2]), list(b[:-2])
+    if len(batch_a) < len(batch_b):
+        batch_a, batch_b = batch_b, batch_a
+    batch_b = [1] * (len(batch_a) - len(batch_b)) + batch_b
+    try:
+        batch = [bcast(x, y) for x, y in zip(batch_a, batch_b)]
+    except BroadcastError:  # they never broadcast: the model is invalid there
+        return None
+    return mul(prod(batch + [m, n]), a[-1])
+
+
+def _matmul(node, shape: ShapeOf, a_index=0, trans_attr=None, b_index=1) -> Optional[Dim]:
+    """Output elements x K, K the last dim of A (its rows' dim under a transpose: the one before
+    the last, or the first where FusedMatMul's transBatchA moves that after the batch dims).
+    Where no rule infers the output, the same from the operands' shapes."""
+    a, out = shape(_in(node, a_index)), shape(_out(node, 0))
+    if not a:
+        return None
+    trans_a = bool(trans_attr and _attr(node, trans_attr, 0))
+    if out is None:
+        b = shape(_in(node, b_index))
+        if b is None:
+            return None
+        trans_b = bool(trans_attr and _attr(node, "transB", 0))
+        return _matmul_macs(_operand(a, trans_a, bool(_attr(node, "transBatchA", 0))),
+                            _operand(b, trans_b, bool(_attr(node, "transBatchB", 0))))
     k = a[-1]
-    if trans_attr and _attr(node, trans_attr, 0) and len(a) >= 2:
+    if trans_a and len(a) >= 2:
         k = a[0] if _attr(node, "transBatchA", 0) and len(a) > 2 else a[-2]
     return mul(prod(out), k)
 
 
-def _matmul_nbits(node, shape: ShapeOf) -> Optional[Dim]:
-    out, k = shape(_out(node, 0)), _attr(node, "K")
-    return None if out is None or k is None else mul(prod(out), int(k))
+def _fused_matmul(node, shape: ShapeOf) -> Optional[Dim]:
+    return _matmul(node, shape, trans_attr="transA")
 
 
-def _gemm(node, shape: ShapeOf) -> Optional[Dim]:
-    a, out = shape(_in(node, 0)), shape(_out(node, 0))
-    if a is None or len(a) != 2 or out is None:
+def _packed_matmul(projections: Callable):
+    """A MatMul whose weight is packed (its K x N from attributes): A's rows x K x N for each
+    projection -- ``projections(node)`` gives the sum of their output columns, or None."""
+    def rule(node, shape: ShapeOf) -> Optional[Dim]:
+        a, k, n = shape(_in(node, 0)), _attr(node, "K"), projections(node)
+        if not a or not isinstance(k, int) or n is None:
+            return None
+        return mul(prod(a[:-1]), int(k) * int(n))
+    return rule
+
+
+def _attr_int(name: str, times: int = 1) -> Callable:
+    def columns(node) -> Optional[int]:
+        v = _attr(node, name)
+        return int(v) * times if isinstance(v, int) else None
+    return columns
+
+
+def _qkv_columns(node) -> Optional[int]:
+    nq, nkv = _attr(node, "Nq"), _attr(node, "Nkv")
+    return int(nq) + 2 * int(nkv) if isinstance(nq, int) and isinstance(nkv, int) else None
+
+
+def _weight_rows_matmul(node, shape: ShapeOf) -> Optional[Dim]:
+    """A [..., K] times a block-quantized weight B stored [N, ...]: A's rows x K x N."""
+    a, b = shape(_in(node, 0)), shape(_in(node, 1))
+    if not a or not b:
         return None
-    k = a[0] if _attr(node, "transA", 0) else a[1]
-    return mul(prod(out), k)
+    return mul(prod(a), b[0])
+
+
+def _gemm(b_index: int = 1):
+    """Gemm and its twins: M x N x K from A [M, K] and B [K, N] (either transposed by
+    transA/transB) -- the operands, so that no output shape is needed."""
+    def rule(node, shape: ShapeOf) -> Optional[Dim]:
+        a, b = shape(_in(node, 0)), shape(_in(node, b_index))
+        if a is None or b is None or len(a) != 2 or len(b) != 2:
+            return None
+        m, k = (a[1], a[0]) if _attr(node, "transA", 0) else (a[0], a[1])
+        n = b[0] if _attr(node, "transB", 0) else b[1]
+        return mul(mul(m, n), k)
+    return rule
+
+
+def _recurrent(node, shape: ShapeOf) -> Optional[Dim]:
+    """RNN, GRU, LSTM (and DynamicQuantizeLSTM): at every step, for every sequence of the batch,
+    each gate's input projection (W) and recurrent projection (R) -- steps x batch x (W's
+    elements + R's), in either layout of W and R."""
+    x, w, r = (shape(_in(node, i)) for i in range(3))
+    if x is None or w is None or r is None or len(x) != 3:
+        return None
+    steps, batch = (x[1], x[0]) if _attr(node, "layout", 0) else (x[0], x[1])
+    return mul(mul(steps, batch), add(prod(w), prod(r)))
 
 
 def _conv(w_index: int):
@@ -140,7 +236,7 @@ def _einsum(node, shape: ShapeOf) -> Optional[Dim]:
                 b = [1] * (len(a) - len(b)) + b
                 try:
                     ellipsis = [bcast(x, y) for x, y in zip(a, b)]
-                except Exception:  # noqa: BLE001 - they never broadcast: the model is invalid there
+                except BroadcastError:  # they never broadcast: the model is invalid there
                     return None
         else:
             rest = list(s)
@@ -150,33 +246,36 @@ def _einsum(node, shape: ShapeOf) -> Optional[Dim]:
             if letter in sizes and sizes[letter] != d:
                 try:
                     sizes[letter] = bcast(sizes[letter], d)
-                except Exception:  # noqa: BLE001
+                except BroadcastError:
                     return None
             else:
                 sizes.setdefault(letter, d)
     return mul(prod(list(sizes.values()) + (ellipsis or [])), len(terms) - 1)
 
 
-def _ms_attention(node, shape: ShapeOf) -> Optional[Dim]:
-    """com.microsoft Attention: the QKV projection, then Q.K^T and attention x V over every head."""
-    x, w, out = shape(_in(node, 0)), shape(_in(node, 1)), shape(_out(node, 0))
-    if x is None or w is None or out is None or len(x) != 3 or len(w) != 2 or len(out) != 3:
-        return None
-    b, s = x[0], x[1]
-    projection = mul(mul(mul(b, s), x[2]), w[1])
-    total = s
-    present = shape(_out(node, 1))
-    if present is not None and len(present) == 5:
-        total = present[3]
-    elif _in(node, 4):
-        past = shape(_in(node, 4))
-        if past is None or len(past) != 5:
+def _ms_attention(past_index: int):
+    """com.microsoft Attention (past at input 4) and QAttention (past at input 8, its input and
+    weights quantized): the QKV projection, then Q.K^T and attention x V over every head."""
+    def rule(node, shape: ShapeOf) -> Optional[Dim]:
+        x, w, out = shape(_in(node, 0)), shape(_in(node, 1)), shape(_out(node, 0))
+        if x is None or w is None or out is None or len(x) != 3 or len(w) != 2 or len(out) != 3:
             return None
-        total = add(past[3], s)
-    sizes = _attr(node, "qkv_hidden_sizes")
-    qk = int(sizes[0]) if sizes else out[2]
-    v = int(sizes[2]) if sizes else out[2]
-    return add(projection, mul(mul(mul(b, s), total), add(qk, v)))
+        b, s = x[0], x[1]
+        projection = mul(mul(mul(b, s), x[2]), w[1])
+        total = s
+        present = shape(_out(node, 1))
+        if present is not None and len(present) == 5:
+            total = present[3]
+        elif _in(node, past_index):
+            past = shape(_in(node, past_index))
+            if past is None or len(past) != 5:
+                return None
+            total = add(past[3], s)
+        sizes = _attr(node, "qkv_hidden_sizes")
+        qk = int(sizes[0]) if sizes else out[2]
+        v = int(sizes[2]) if sizes else out[2]
+        return add(projection, mul(mul(mul(b, s), total), add(qk, v)))
+    return rule
 
 
 def _mha(node, shape: ShapeOf) -> Optional[Dim]:
@@ -235,38 +334,116 @@ def _total_sequence(node, shape: ShapeOf, new: Dim) -> Optional[Dim]:
     return None if past is None else add(past[2], new)
 
 
+MS = "com.microsoft"
 MAC_RULES = {
     ("", "MatMul"): _matmul,
     ("", "MatMulInteger"): _matmul,
-    ("", "QLinearMatMul"): _matmul,
-    ("", "Gemm"): _gemm,
+    ("", "QLinearMatMul"): lambda n, s: _matmul(n, s, b_index=3),
+    ("", "Gemm"): _gemm(),
     ("", "Conv"): _conv(1),
     ("", "ConvInteger"): _conv(1),
     ("", "QLinearConv"): _conv(3),
+    ("", "DeformConv"): _conv(1),  # the convolution; the bilinear sampling of the offsets is not counted
     ("", "ConvTranspose"): _conv_transpose,
     ("", "Einsum"): _einsum,
     ("", "Attention"): _onnx_attention,
-    ("com.microsoft", "FusedMatMul"): lambda n, s: _matmul(n, s, trans_attr="transA"),
-    ("com.microsoft", "MatMulIntegerToFloat"): _matmul,
-    ("com.microsoft", "DynamicQuantizeMatMul"): _matmul,
-    ("com.microsoft", "QOrderedMatMul"): _matmul,
-    ("com.microsoft", "MatMulNBits"): _matmul_nbits,
-    ("com.microsoft", "FusedConv"): _conv(1),
-    ("com.microsoft", "NhwcConv"): _conv(1),
-    ("com.microsoft", "QLinearConv"): _conv(3),
-    ("com.microsoft", "Attention"): _ms_attention,
-    ("com.microsoft", "MultiHeadAttention"): _mha,
-    ("com.microsoft", "GroupQueryAttention"): _mha,
+    ("", "RNN"): _recurrent,
+    ("", "GRU"): _recurrent,
+    ("", "LSTM"): _recurrent,
+    (MS, "FusedMatMul"): _fused_matmul,
+    (MS, "FusedMatMulActivation"): _fused_matmul,
+    (MS, "TransposeMatMul"): _fused_matmul,  # FusedMatMul's older name
+    (MS, "MatMulIntegerToFloat"): _matmul,
+    (MS, "MatMulInteger16"): _matmul,
+    (MS, "DynamicQuantizeMatMul"): _matmul,
+    (MS, "QOrderedMatMul"): lambda n, s: _matmul(n, s, b_index=2),
+    (MS, "GemmFastGelu"): _matmul,
+    (MS, "MatMulNBits"): _packed_matmul(_attr_int("N")),
+    (MS, "MatMulBnb4"): _packed_matmul(_attr_int("N")),
+    (MS, "MatMulPacked"): _packed_matmul(_attr_int("N")),
+    (MS, "MatMulNBitsMlp"): _packed_matmul(_attr_int("N", times=2)),  # the gate and up projections
+    (MS, "MatMulNBitsQkv"): _packed_matmul(_qkv_columns),  # the Q, K and V projections
+    (MS, "MatMulBlockQuantizedFp8Weight"): _weight_rows_matmul,
+    (MS, "MatMulBlockQuantizedFp4Weight"): _weight_rows_matmul,
+    (MS, "FusedGemm"): _gemm(),
+    (MS, "QGemm"): _gemm(3),
+    (MS, "GemmFloat8"): _gemm(),
+    (MS, "FusedConv"): _conv(1),
+    (MS, "NhwcConv"): _conv(1),
+    (MS, "NhwcFusedConv"): _conv(1),
+    (MS, "QLinearConv"): _conv(3),
+    (MS, "ConvTransposeWithDynamicPads"): _conv_transpose,
+    (MS, "Attention"): _ms_attention(4),
+    (MS, "QAttention"): _ms_attention(8),
+    (MS, "MultiHeadAttention"): _mha,
+    (MS, "GroupQueryAttention"): _mha,
+    (MS, "DynamicQuantizeLSTM"): _recurrent,
 }
+
+# Compute ops -- products summed over a dim of their inputs, or work beyond a constant per output
+# element -- that no rule counts: the report lists every node of them as not counted.
+COMPUTE_WITHOUT_RULE = frozenset({
+    ("", "Det"), ("", "DFT"), ("", "STFT"), ("", "LinearAttention"), ("", "CausalConvWithState"),
+    ("", "DisentangledAttention_TRT"),
+    (MS, "AttnLSTM"), (MS, "CDist"), (MS, "CausalConvWithState"), (MS, "VarlenCausalConvWithState"),
+    (MS, "DecoderAttention"), (MS, "DecoderMaskedMultiHeadAttention"), (MS, "DecoderMaskedSelfAttention"),
+    (MS, "DynamicSparseAttention"), (MS, "LongformerAttention"), (MS, "PackedAttention"),
+    (MS, "PackedMultiHeadAttention"), (MS, "PagedAttention"), (MS, "QOrderedAttention"),
+    (MS, "QOrderedLongformerAttention"), (MS, "SparseAttention"), (MS, "SparsePagedAttention"),
+    (MS, "LinearAttention"), (MS, "SparseAttentionIndexer"), (MS, "PackedSparseAttentionIndexer"),
+    (MS, "GatedDeltaNet"), (MS, "Mamba2Verify"), (MS, "GatedRelativePositionBias"), (MS, "EngramGate"),
+    (MS, "HyperConnectionLowRankMix"), (MS, "HyperConnectionPostMix"), (MS, "HyperConnectionPreMix"),
+    (MS, "MatMulFpQ4"), (MS, "MatMulNBitsQLoRA"), (MS, "SparseToDenseMatMul"), (MS, "WordConvEmbedding"),
+    (MS, "MoE"), (MS, "QMoE"), (MS, "MoEPacked"), (MS, "MoEGroupRouter"), (MS, "RouterGateUpProj"),
+    (MS, "Inverse"), (MS, "Rfft"), (MS, "Irfft"), (MS, "DynamicTimeWarping"), (MS, "EPContext"), (MS, "Snpe"),
+})
+# Ops whose name reads like a contraction but that do none (the name rule below would list them).
+NO_MACS = {
+    ("", "GRUUnit"): "the GRU gates' activations, given the projections",
+    (MS, "GemmaRotaryEmbedding"): "a rotary embedding",
+    (MS, "ConvStateReplay"): "copies a convolution's state",
+    (MS, "LinearAttentionGate"): "elementwise gates",
+    (MS, "PackedSparseAttentionIndexerMerge"): "merges index lists",
+}
+CONTRACTION_NAME = re.compile(r"MatMul|Gemm|Conv|Attention|Einsum|LSTM|GRU|RNN")
+
+NO_RULE = "no MAC rule"
+SUBGRAPHS = "the cost of its subgraphs"
+OTHER_DOMAIN = "an op of another domain"
+
+
+def _domain(node) -> str:
+    d = as_text(node.domain)
+    return "" if d in ("", "ai.onnx") else d
+
+
+def not_counted(node) -> Optional[str]:
+    """Why ``node``'s cost is not counted (its MACs and FLOPs are 0 in the figures, and the
+    report lists it), or None when it is counted. Ops that only move or describe data are
+    counted -- at 0."""
+    domain, op = _domain(node), as_text(node.op_type)
+    if domain not in COUNTED_DOMAINS:
+        return OTHER_DOMAIN
+    if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+        return SUBGRAPHS
+    key = (domain, op)
+    if key in MAC_RULES or key in NO_MACS:
+        return None
+    if key in COMPUTE_WITHOUT_RULE or CONTRACTION_NAME.search(op):
+        return NO_RULE
+    return None
 
 
 def node_cost(node, shape: ShapeOf) -> tuple:
-    """(MACs, FLOPs) of node, each a dim, or None where a shape it needs is not known."""
-    domain = "" if node.domain in ("", "ai.onnx") else node.domain
+    """(MACs, FLOPs) of node, each a dim, or None where a shape it needs is not known; (0, 0)
+    for a node :func:`not_counted` names."""
+    if not_counted(node) is not None:
+        return 0, 0
+    domain = _domain(node)
     rule = MAC_RULES.get((domain, node.op_type))
     if rule is not None:
         return rule(node, shape), 0
-    if domain not in COUNTED_DOMAINS or node.op_type in ZERO_COST:
+    if node.op_type in ZERO_COST:
         return 0, 0
     if node.op_type in REDUCTIONS:
         x = shape(_in(node, 0))

@@ -25,7 +25,8 @@ from ..modelio.external import tensor_elements, tensor_nbytes
 from ..modelio.load import as_model
 from ..symbolic import (Dim, EvaluationError, ExpressionTooLarge, add, atom_dim, bounds, dmax, evaluate, floordiv,
                         free_symbols, mul, provably_le, sub, substitute, to_str)
-from .formulas import CONTROL_FLOW, COUNTED_DOMAINS, node_cost, prod
+from ..modelio.text import as_text
+from .formulas import node_cost, not_counted, prod
 
 INT64_MAX = 2**63 - 1
 MAX_PEAK_CANDIDATES = 16  # past this many, the max gives way to one simpler upper bound
@@ -62,6 +63,15 @@ class NodeCost:
 
 
 @dataclass
+class NotCounted:
+    """A node whose cost the figures leave out, and why (formulas.not_counted): a compute op
+    without a MAC rule, a node with subgraphs, an op of another domain."""
+    name: str
+    op: str
+    why: str
+
+
+@dataclass
 class CostReport:
     """What ``cost`` found. Dims are ints or expressions in the input symbols (``symbols``);
     a figure is None where a shape it needs is unknown (``notes`` says which)."""
@@ -79,6 +89,15 @@ class CostReport:
     peak_is_bound: bool = False  # an upper bound, not the max itself (too many candidates)
     binding: dict = field(default_factory=dict)  # the values the figures were bound at (all ints then)
     notes: list = field(default_factory=list)
+    not_counted: list = field(default_factory=list)  # NotCounted: nodes whose cost no figure holds
+
+    def not_counted_groups(self) -> list:
+        """(why, {op: count}) for the nodes not counted, in order of first appearance."""
+        groups: dict = {}
+        for n in self.not_counted:
+            ops = groups.setdefault(n.why, {})
+            ops[n.op] = ops.get(n.op, 0) + 1
+        return list(groups.items())
 
     def by_op(self) -> dict:
         """{op: {"macs", "flops", "count"}} in order of first appearance."""
@@ -107,6 +126,7 @@ class CostReport:
                       for op, v in self.by_op().items()},
             "nodes": [{"name": n.name, "op": n.op, "macs": _json(n.macs), "flops": _json(n.flops),
                        "output_bytes": _json(n.output_bytes)} for n in self.nodes],
+            "not_counted": [{"name": n.name, "op": n.op, "why": n.why} for n in self.not_counted],
             "notes": list(self.notes),
         }
 
@@ -175,17 +195,14 @@ def cost(model, *, bind: Optional[Mapping[str, int]] = None, input_shapes: Optio
 
     graph = m.graph
     report.params, report.param_bytes = _parameters(graph, report.notes)
-    skipped_ops = set()
     elements: dict = {}  # tensor -> its bytes (for the peak)
     total_macs: Optional[Dim] = 0
     total_flops: Optional[Dim] = 0
     activations: Optional[Dim] = 0
     for node in graph.node:
-        domain = "" if node.domain in ("", "ai.onnx") else node.domain
-        if domain not in COUNTED_DOMAINS:
-            skipped_ops.add(f"{domain}.{node.op_type}")
-        if node.op_type in CONTROL_FLOW and domain == "":
-            report.notes.append(f"{node.name or node.op_type} ({node.op_type}): the cost of its body is not counted")
+        domain = as_text(node.domain)
+        domain = "" if domain in ("", "ai.onnx") else domain
+        op_type = as_text(node.op_type)
         try:
             macs, flops = node_cost(node, shape)
         except ExpressionTooLarge:
@@ -199,17 +216,18 @@ def cost(model, *, bind: Optional[Mapping[str, int]] = None, input_shapes: Optio
             elements[o] = b
             out_bytes = _plus(out_bytes, b)
         macs, flops, out_bytes = value(macs), value(flops), value(out_bytes)
-        label = node.name or f"<{node.op_type} -> {next((o for o in node.output if o), '')}>"
-        op = node.op_type if domain == "" else f"{domain}.{node.op_type}"
+        label = as_text(node.name) or f"<{op_type} -> {next((o for o in node.output if o), '')}>"
+        op = op_type if domain == "" else f"{domain}.{op_type}"
         report.nodes.append(NodeCost(label, op, macs, flops, out_bytes))
+        why = not_counted(node)
+        if why is not None:
+            report.not_counted.append(NotCounted(label, op, why))
         if macs is None or flops is None:
             report.notes.append(f"{label} ({op}): {'MACs' if macs is None else 'FLOPs'} not known: a shape it "
                                 "needs is not known (the total is unknown too)")
         total_macs = _plus(total_macs, macs)
         total_flops = _plus(total_flops, flops)
         activations = _plus(activations, out_bytes)
-    if skipped_ops:
-        report.notes.append(f"ops of other domains not counted: {', '.join(sorted(skipped_ops))}")
     report.macs, report.flops, report.activation_bytes = total_macs, total_flops, activations
     for key, what in (("macs", "MACs"), ("flops", "FLOPs"), ("activation_bytes", "activation bytes")):
         if getattr(report, key) is None:
@@ -217,7 +235,11 @@ def cost(model, *, bind: Optional[Mapping[str, int]] = None, input_shapes: Optio
                                 "sum passes the expression budget (bind the symbols)")
     for name, (f, s) in _inputs(graph, result).items():
         elements[name] = None if f is None or s is None or not f.dtype else tensor_bytes(prod(s), f.dtype)
-    report.activation_peak_bytes, report.peak_is_bound = _peak(graph, elements, value, report.notes)
+    try:
+        report.activation_peak_bytes, report.peak_is_bound = _peak(graph, elements, value, report.notes)
+    except ExpressionTooLarge:  # (a sum, a max or the simpler bound of them: wherever it passes the budget)
+        report.activation_peak_bytes, report.peak_is_bound = None, False
+        report.notes.append("the activation peak passes the expression budget: bind the symbols for its value")
     return report
 
 

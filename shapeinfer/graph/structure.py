@@ -17,6 +17,7 @@ from onnx import ModelProto
 
 from ..errors import ModelLoadError, ShapeInferenceError
 from ..modelio.tensors import tensor_problem
+from ..modelio.text import as_text
 
 
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
@@ -65,9 +66,11 @@ def validate_structure(model: ModelProto) -> NodeIO:
 
 
 def node_label(node) -> str:
-    """A node's name, or for an unnamed one what identifies it: its first output."""
-    if node.name:
-        return node.name
+    """A node's name, or for an unnamed one what identifies it: its first output. A name that
+    is not UTF-8 (protobuf hands it over as bytes) is text with its bytes escaped (as_text)."""
+    name = node.name
+    if name:
+        return as_text(name)
     first = next((o for o in node.output if o), "")
     return f"<unnamed, output {first!r}>" if first else "<unnamed>"
 
@@ -109,7 +112,7 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
         if name and named.setdefault(name, n) is not n:
             add("duplicate-node-name", f"another node of this graph{where} has the same name "
                        f"({named[n.name].op_type}); onnxruntime refuses a model with two nodes of one name",
-                       n.name, n.op_type)
+                       as_text(name), n.op_type)
             found = True
     for k, made in enumerate(outs):
         for o in made:
@@ -159,7 +162,7 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
     cycle = None if in_order else find_cycle(nodes, deps, producer)
     if cycle is not None:
         add("not-a-dag", f"the graph has a cycle through this node{where}: "
-                   + " -> ".join(repr(c.name or c.op_type) for c in cycle), cycle[0].name, cycle[0].op_type)
+                   + " -> ".join(repr(c.name or c.op_type) for c in cycle), as_text(cycle[0].name), cycle[0].op_type)
         found = True
     names = None
     for k in with_graphs:
@@ -341,6 +344,6 @@ def topological_order(nodes) -> list:
         stuck = [nodes[i] for i, p in enumerate(pending) if p > 0]
         n = stuck[0]
         raise ShapeInferenceError(
-            "the graph has a cycle through this node (it is not a DAG)", node_name=n.name, op_type=n.op_type
+            "the graph has a cycle through this node (it is not a DAG)", node_name=as_text(n.name), op_type=n.op_type
         )
     return out

@@ -60,3 +60,54 @@ def check_input_shapes(model, input_shapes) -> dict:
                                   f"has {len(checked)} dims")
         out[name] = checked
     return out
+
+
+def parse_input_shape_args(items, input_names) -> dict:
+    """``--input-shape`` items -> {input name: [int or dim text]} for :func:`check_input_shapes`.
+
+    An item is ``NAME:d0,d1,...`` or ``NAME=d0,d1,...`` (``input_ids:1,16`` as onnxsim writes
+    it, ``x=1,seq,768``); NAME is resolved against the model's input names, which may hold ``:``
+    or ``=`` themselves (tf2onnx's ``input:0``): it is the longest input name the item starts
+    with that is followed by ``:`` or ``=``. Raises InputShapeError for an item that names no
+    input (the message lists the inputs), an input given twice, an empty or negative dim; the
+    dims' text is checked by check_input_shapes."""
+    names = sorted({n for n in input_names if isinstance(n, str)}, key=len, reverse=True)
+    out: dict = {}
+    for item in items:
+        name = next((n for n in names if item.startswith(n) and item[len(n):len(n) + 1] in (":", "=")), None)
+        if name is None:
+            cut = min((k for k in (item.find(":"), item.find("=")) if k >= 0), default=len(item))
+            listed = ", ".join(repr(n) for n in sorted(names)) or "none"
+            raise InputShapeError(f"the model has no input named {item[:cut]!r} (expected NAME:d0,d1,... or "
+                                  f"NAME=d0,d1,..., NAME an input of the model: {listed})")
+        if name in out:
+            raise InputShapeError(f"input {name!r} is given twice")
+        dims = item[len(name) + 1:]
+        parsed: list = []
+        for d in (top_level_split(dims) if dims.strip() else []):
+            d = d.strip()
+            if not d:
+                raise InputShapeError(f"{item!r}: empty dim")
+            if d.isascii() and d.lstrip("-").isdigit():
+                if int(d) < 0:
+                    raise InputShapeError(f"{item!r}: dims cannot be negative")
+                parsed.append(int(d))
+            else:
+                parsed.append(d)
+        out[name] = parsed
+    return out
+
+
+def top_level_split(text: str) -> list:
+    """``1,min(a,b),seq`` -> ["1", "min(a,b)", "seq"]: commas inside parentheses belong to the dim."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts

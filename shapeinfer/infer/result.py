@@ -8,6 +8,7 @@ from typing import Optional
 import numpy as np
 from onnx import ModelProto, TensorProto
 
+from ..modelio.text import as_text
 from ..symbolic import Dim, Expr, free_symbols, plain, to_str, zero_cases
 from .engine import Engine
 from .facts import Fact, dtype_name
@@ -182,7 +183,7 @@ class InferenceResult:
             "outputs": [tensor(o.name) for o in g.output],
             "nodes": [
                 {
-                    "name": n.name,
+                    "name": as_text(n.name),
                     "op_type": n.op_type,
                     "inputs": [tensor(i) if i else None for i in n.input],
                     "outputs": [tensor(o) for o in n.output if o],

@@ -228,8 +228,38 @@ def _show(v, bits) -> str:
     return f"{text} (0x{bits})" if bits else text
 
 
+def _kind(v) -> str:
+    if v is None:
+        return "no value (an empty optional)"
+    if isinstance(v, (list, tuple)):
+        return f"a sequence of {len(v)}"
+    if isinstance(v, dict):
+        return f"a map of {len(v)}"
+    return "a tensor"
+
+
 def difference(a, b, exact: bool = True, signed_zeros: bool = True) -> str:
-    """'' when a and b are equal (see the module doc), else what differs."""
+    """'' when a and b are equal (see the module doc), else what differs. An output that is no
+    tensor compares by its structure: a sequence (its tensors may have different shapes) element
+    by element, a map key by key, an optional by whether it holds a value, then that value."""
+    if any(v is None or isinstance(v, (list, tuple, dict)) for v in (a, b)):
+        if _kind(a).split(" of ")[0] != _kind(b).split(" of ")[0]:
+            return f"{_kind(a)} vs {_kind(b)}"
+        if a is None:
+            return ""
+        if isinstance(a, dict):
+            if set(a) != set(b):
+                return f"map keys {sorted(a, key=repr)} vs {sorted(b, key=repr)}"
+            pairs = [(f"key {k!r}", a[k], b[k]) for k in sorted(a, key=repr)]
+        else:
+            if len(a) != len(b):
+                return f"sequence length {len(a)} vs {len(b)}"
+            pairs = [(f"element {k}", x, y) for k, (x, y) in enumerate(zip(a, b))]
+        for where, x, y in pairs:
+            why = difference(x, y, exact, signed_zeros)
+            if why:
+                return f"{where}: {why}"
+        return ""
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != b.dtype:
         return f"dtype {a.dtype} vs {b.dtype}"

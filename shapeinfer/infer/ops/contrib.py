@@ -182,6 +182,17 @@ def fused_conv(ctx):
     return answer(ctx, [Fact(dtype=dtype_of(ctx, 0), shape=conv_shape(ctx, shape_of(ctx, 0), shape_of(ctx, 1)))])
 
 
+@rule("NhwcConv", "NhwcFusedConv", since=1, domain=MS)
+def nhwc_conv(ctx):
+    """Conv with input 0 and output 0 channels-last ([N, D1.., C] -> [N, E1.., M]); W as Conv's
+    [M, C/group, k1..] (onnxruntime infers them through Conv's rule on the transposed shapes)."""
+    x = shape_of(ctx, 0)
+    first = None if x is None or len(x) < 2 else (x[0], x[-1]) + tuple(x[1:-1])
+    out = conv_shape(ctx, first, shape_of(ctx, 1))
+    return answer(ctx, [Fact(dtype=dtype_of(ctx, 0),
+                             shape=None if out is None else (out[0],) + tuple(out[2:]) + (out[1],))])
+
+
 # -- attention ----------------------------------------------------------------------------------
 
 def _num_heads(ctx, name: str = "num_heads") -> int:
