@@ -62,8 +62,9 @@ def reserved_names(model: ModelProto, rewritten=frozenset()) -> frozenset:
                 for body in subgraphs_of(n):
                     yield from value_infos(body)
 
-    return frozenset(d.dim_param for vi in infos() for tt in nested_tensor_types(vi.type)
-                     for d in tt.shape.dim if d.dim_param and not NAME_RE.match(d.dim_param))
+    # (a name that is not valid UTF-8 comes as bytes: it spells no text written here)
+    return frozenset(p for vi in infos() for tt in nested_tensor_types(vi.type) for d in tt.shape.dim
+                     for p in (d.dim_param,) if p and type(p) is str and not NAME_RE.match(p))
 
 
 def guarded_shape(shape, reserved: frozenset):
@@ -284,7 +285,8 @@ def guarded_reads(graph, holders: list) -> set:
 
     reads = []
     for node in holders:
-        reads.extend(i for i in node.input if i)
+        if node.op_type != "If":  # (an If's condition is no type its branches read)
+            reads.extend(i for i in node.input if i)
         reads.extend(implicit_inputs(node))
     return with_producers(graph, reads)
 

@@ -348,7 +348,10 @@ class Engine:
                                                    "refuses the model, although this code may not run)",
                                                    kind="shape-error"))
                 continue
-            self.guarded.append(failure.holder)
+            if failure.region.runs != 0:
+                # (the branch of a decided If never taken: inline-if takes it out, and
+                # annotate leaves what it reads as the model has it -- _declarations_kept)
+                self.guarded.append(failure.holder)
             message = describe(failure)
             if message is not None:
                 self.diagnostics.append(Diagnostic("warning", err.node_name, err.op_type, message,
