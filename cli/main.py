@@ -465,12 +465,13 @@ def _files_check_reads(model_paths, output: str) -> list:
 
 
 def _data_files_of(path: str) -> list:
+    from shapeinfer.errors import ModelLoadError
     from shapeinfer.modelio.load import load_model
     from shapeinfer.modelio.external import external_data_files
 
     try:
         return external_data_files(load_model(path), os.path.dirname(os.path.abspath(path)))
-    except Exception:  # not a readable model: check reports it; it names no data file
+    except (ModelLoadError, OSError):  # not a readable model: check reports it; it names no data file
         return []
 
 

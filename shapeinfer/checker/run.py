@@ -52,7 +52,7 @@ from ..infer.engine import Engine
 from ..infer.facts import dtype_name
 from ..infer.result import InferenceResult
 from ..infer.unreached import or_not_run, running_clause, without_negative_dims
-from ..modelio.external import check_external_data, external_tensors
+from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
 from ..modelio.load import load_model
 from ..symbolic import Bcast, Sym, atoms
 from ..symbolic.search import binding_str, counterexample, holds, relevant
@@ -119,7 +119,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
         check_external_data(m, None)
     report.nodes = len(m.graph.node)
     structural = False
-    for p in structure_problems(m.graph):
+    for p in structure_problems(m):
         report.add(ERROR, p.code, p.message, p.node, p.op)
         structural = True
     if structural and any(f.code == "not-a-dag" for f in report.findings):
@@ -191,14 +191,24 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
     The checker stops at its first complaint: one onnxruntime tolerates is a warning, its cause
     is fixed in a copy of the model and the checker runs again. It runs in the model's folder,
     so that external data resolves where the model says (not in the working directory)."""
+    from onnx.shape_inference import InferenceError
+
     model, copied, seen = without_negative_dims(m), False, set()
     copied = model is not m
+    if base_dir is not None and any(p.sparse is not None for p in external_places(m)):
+        # onnx.checker validates a sparse tensor's indices and cannot read them from a file
+        # ("Cannot parse data from external tensors"), which onnxruntime does: they are read
+        # for it, from the model's folder (their locations were vetted when it was loaded)
+        if not copied:
+            model, copied = ModelProto(), True
+            model.CopyFrom(m)
+        load_external_data(model, base_dir, sparse_only=True)
     with _in_folder(base_dir if _has_external_data(m) else None):
         for _ in range(MAX_CHECKER_ROUNDS):
             try:
                 onnx.checker.check_model(model)
                 break
-            except (onnx.checker.ValidationError, *ODD_INPUT_ERRORS, RuntimeError) as e:
+            except (onnx.checker.ValidationError, InferenceError, *ODD_INPUT_ERRORS, RuntimeError) as e:
                 text = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
             found = tolerated(text, model)
             if found is None or text in seen:

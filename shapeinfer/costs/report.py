@@ -2,7 +2,8 @@
 formulas in its input dims (the symbols of its inputs), and as numbers once they are bound.
 
 One inference gives every tensor's shape; each main-graph node's MACs and FLOPs follow from them
-(formulas.py). Parameters are the initializers and Constant tensors, counted from their dims
+(formulas.py). Parameters are the tensors the model stores for inference -- initializers and
+Constant tensors, wherever they live (bodies and functions too) -- counted from their dims
 (external data is never read). Activation memory is the bytes of every tensor a node makes; the
 peak walks the nodes in the model's order with the graph inputs live from the start, every
 tensor live from its producer to its last reader (graph outputs to the end). Where the peak
@@ -22,6 +23,7 @@ from onnx import AttributeProto, TensorProto
 from ..errors import BindError, ShapeInferenceError
 from ..infer.run import infer
 from ..modelio.external import tensor_elements, tensor_nbytes
+from ..modelio.tensors import ATTRIBUTE, FUNCTION_DEFAULT, stored_tensors
 from ..modelio.load import as_model
 from ..symbolic import (Dim, EvaluationError, ExpressionTooLarge, add, atom_dim, bounds, dmax, evaluate, floordiv,
                         free_symbols, mul, provably_le, sub, substitute, to_str)
@@ -194,7 +196,7 @@ def cost(model, *, bind: Optional[Mapping[str, int]] = None, input_shapes: Optio
         return result.shape(name) if name else None
 
     graph = m.graph
-    report.params, report.param_bytes = _parameters(graph, report.notes)
+    report.params, report.param_bytes = _parameters(m, report.notes)
     elements: dict = {}  # tensor -> its bytes (for the peak)
     total_macs: Optional[Dim] = 0
     total_flops: Optional[Dim] = 0
@@ -283,38 +285,41 @@ def _inputs(graph, result) -> dict:
     return {i.name: (result.fact(i.name), result.shape(i.name)) for i in graph.input if i.name not in init}
 
 
-def _parameters(graph, notes: list) -> tuple:
-    """(elements, bytes) of the initializers and Constant nodes' tensors, from their dims."""
-    count, size = 0, 0
-    tensors = list(graph.initializer)
-    for sp in graph.sparse_initializer:  # the dense tensor's elements; the bytes stored (values, indices)
-        count += tensor_elements(sp)
-        size += sum(b for b in (tensor_nbytes(sp.values), tensor_nbytes(sp.indices)) if b is not None)
-    for node in graph.node:
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+def _parameters(model, notes: list) -> tuple:
+    """(elements, bytes) of the tensors the model stores for inference, from their dims, wherever
+    they live (modelio.tensors.stored_tensors: the initializers of every graph, sparse ones
+    counted as their dense elements and stored bytes, Constant nodes' tensors in the main graph,
+    bodies and functions; not training_info) and the literals of the main graph's Constant nodes
+    (value_float, value_ints, ...)."""
+    count, size, unsized = 0, 0, 0
+    for place in stored_tensors(model, training_info=False):
+        if place.kind == FUNCTION_DEFAULT or place.kind == ATTRIBUTE and not _is_constant(place.node):
+            continue
+        t = place.tensor
+        if place.part != "indices":  # (a sparse tensor's elements: its dense ones, counted with its values)
+            count += tensor_elements(place.sparse if place.sparse is not None else t)
+        b = tensor_nbytes(t)
+        if b is None:
+            unsized += 1
+        else:
+            size += b
+    for node in model.graph.node:
+        if _is_constant(node):
             for a in node.attribute:
-                if a.type == AttributeProto.TENSOR:
-                    tensors.append(a.t)
-                elif a.type == AttributeProto.SPARSE_TENSOR:
-                    tensors.append(a.sparse_tensor.values)  # (its stored values)
-                elif a.type in (AttributeProto.FLOAT, AttributeProto.INT):  # value_float / value_int
+                if a.type in (AttributeProto.FLOAT, AttributeProto.INT):  # value_float / value_int
                     count, size = count + 1, size + (4 if a.type == AttributeProto.FLOAT else 8)
                 elif a.type in (AttributeProto.FLOATS, AttributeProto.INTS):
                     n = len(a.floats) if a.type == AttributeProto.FLOATS else len(a.ints)
                     count, size = count + n, size + n * (4 if a.type == AttributeProto.FLOATS else 8)
                 elif a.type in (AttributeProto.STRING, AttributeProto.STRINGS):
                     count += 1 if a.type == AttributeProto.STRING else len(a.strings)
-    unsized = 0
-    for t in tensors:
-        count += tensor_elements(t)
-        b = tensor_nbytes(t)
-        if b is None:
-            unsized += 1
-        else:
-            size += b
     if unsized:
         notes.append(f"{unsized} parameter tensor(s) of strings: their bytes are not counted")
     return count, size
+
+
+def _is_constant(node) -> bool:
+    return node.op_type == "Constant" and node.domain in ("", "ai.onnx")
 
 
 def _peak(graph, sizes: dict, value, notes: list) -> tuple:

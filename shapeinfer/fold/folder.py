@@ -15,7 +15,9 @@ movement kernels fold any element type (the bits land where the op puts them).
 Values keep their exact element type: constants are read with ``onnx.numpy_helper`` (through
 the TensorProto onnx-graphsurgeon keeps for them, so bfloat16/float8/int4 stay what they are)
 and written back the same way. Nothing is folded whose output would be much larger than its
-inputs (the budget).
+inputs (the budget). A constant stored as external data is never read here (onnx would resolve
+its location against the working directory, not the model's folder): it is not folded, and
+neither is a node whose attributes or bodies hold one.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from onnx import helper, numpy_helper
 
 from . import arith, casts  # noqa: F401  (their kernels register in KERNELS)
 from ..errors import ODD_INPUT_ERRORS
+from ..modelio.external import external_tensors
 from .kernels import KERNELS, MOVEMENT_OPS, FoldError, Inexact, NotFoldable
 from .precise import PRECISE, upcast_inputs
 
@@ -66,12 +69,21 @@ def not_exact_reason(op: str, domain: str) -> str:
 DEFAULT_BUDGET_BYTES = 16 * 1024
 
 
+class UnloadedConstant(ValueError):
+    """A constant whose values are stored as external data, which folding never reads."""
+
+
 def constant_array(tensor) -> np.ndarray:
-    """The exact values of a onnx-graphsurgeon Constant."""
+    """The exact values of a onnx-graphsurgeon Constant. Raises UnloadedConstant (a ValueError,
+    one of ODD_INPUT_ERRORS) for one stored as external data -- onnx's reader would look for
+    its file in the working directory -- and ODD_INPUT_ERRORS for one numpy cannot hold."""
+    from onnx import TensorProto
     from onnx_graphsurgeon.ir.tensor import LazyValues
 
     values = tensor._values
     if isinstance(values, LazyValues):
+        if values.tensor.data_location == TensorProto.EXTERNAL:
+            raise UnloadedConstant(f"{tensor.name!r} is stored as external data (not loaded)")
         return numpy_helper.to_array(values.tensor)
     return np.asarray(values)
 
@@ -100,12 +112,18 @@ def within_budget(outputs, inputs, budget: int, op: str = "") -> bool:
 
 
 def _attrs(node) -> dict:
+    """The node's attributes, a tensor one as its array; NotFoldable for a tensor stored as
+    external data."""
+    import onnx_graphsurgeon as gs
+
     out = {}
     for k, v in node.attrs.items():
-        if hasattr(v, "values") and not isinstance(v, (list, tuple, dict)):
+        if isinstance(v, gs.Constant):
             try:
                 v = constant_array(v)
-            except Exception:
+            except UnloadedConstant:
+                raise NotFoldable(f"its attribute {k!r} is stored as external data (not loaded)") from None
+            except ODD_INPUT_ERRORS:
                 pass
         out[k] = v
     return out
@@ -309,6 +327,8 @@ def _fold_with_reference(node, inputs: list, opsets: dict, ir_version: int) -> O
         opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()],
         ir_version=ir_version,
     )
+    if next(external_tensors(model), None) is not None:  # (onnx.reference would read it relative to the
+        raise NotFoldable("it holds a tensor stored as external data (not loaded)")  # working directory)
     try:
         results = ReferenceEvaluator(model).run(None, feeds)
     except Exception:

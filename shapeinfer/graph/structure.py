@@ -1,6 +1,7 @@
 """Graph structure: every tensor produced once, every input produced by something, no cycle
-(subgraphs too), checked before anything else reads a graph; the topological order the
-engine walks in; and how a node is named in messages.
+(subgraphs too), every stored tensor what it says (wherever it lives), checked before anything
+else reads a graph; the topological order the engine walks in; and how a node is named in
+messages (node_label, defined with the tensors' places in modelio.tensors).
 
 ``structure_problems`` lists every problem (``check`` reports them all), ``validate_structure``
 raises for the first (``infer`` and ``optimize`` refuse such a model before doing anything)."""
@@ -16,8 +17,11 @@ import onnx
 from onnx import ModelProto
 
 from ..errors import ModelLoadError, ShapeInferenceError
-from ..modelio.tensors import tensor_problem
+from ..modelio.tensors import node_label, stored_tensor_problems
 from ..modelio.text import as_text
+
+__all__ = ["NodeIO", "Problem", "find_cycle", "graphs_of", "implicit_inputs", "node_label", "shadowed_name",
+           "structure_problems", "subgraphs_of", "topological_order", "validate_structure"]
 
 
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
@@ -31,11 +35,18 @@ class Problem:
     op: str = ""
 
 
-def structure_problems(graph, io: Optional[list] = None) -> list:
-    """Every structural problem of a graph and its subgraphs, in the order found (``io``: a
-    list that receives the main graph's NodeIO)."""
+def structure_problems(model: ModelProto, io: Optional[list] = None) -> list:
+    """Every structural problem of a model, in the order found (``io``: a list that receives
+    the main graph's NodeIO): first each stored tensor that cannot be what it says, wherever it
+    lives (code ``initializer``: an initializer, a sparse one's values or indices, a Constant's
+    value, in any graph, function or training_info -- modelio.tensors.stored_tensors), then
+    the main graph's and its subgraphs' structure."""
     found: list = []
-    _walk(graph, set(), lambda code, message, node="", op="": found.append(Problem(code, message, node or "", op or "")),
+    for place, problem in stored_tensor_problems(model):
+        node = place.node
+        found.append(Problem("initializer", f"{place.describe(with_node=False)}: {problem}",
+                             node_label(node) if node is not None else "", node.op_type if node is not None else ""))
+    _walk(model.graph, set(), lambda code, message, node="", op="": found.append(Problem(code, message, node or "", op or "")),
           io)
     return found
 
@@ -58,21 +69,11 @@ def validate_structure(model: ModelProto) -> NodeIO:
     input nothing produces, a cycle): what infer/optimize refuse before doing anything. Returns
     the main graph's NodeIO, which the walks that follow may take instead of reading it again."""
     io: list = []
-    problems = structure_problems(model.graph, io)
+    problems = structure_problems(model, io)
     if problems:
         p = problems[0]
         raise ShapeInferenceError(f"[{p.code}] {p.message}", node_name=p.node, op_type=p.op)
     return io[0]
-
-
-def node_label(node) -> str:
-    """A node's name, or for an unnamed one what identifies it: its first output. A name that
-    is not UTF-8 (protobuf hands it over as bytes) is text with its bytes escaped (as_text)."""
-    name = node.name
-    if name:
-        return as_text(name)
-    first = next((o for o in node.output if o), "")
-    return f"<unnamed, output {first!r}>" if first else "<unnamed>"
 
 
 def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
@@ -100,10 +101,6 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
         producer[t.name] = -1
     for t in graph.initializer:
         producer.setdefault(t.name, -1)
-        problem = tensor_problem(t)
-        if problem:
-            add("initializer", f"initializer {t.name!r}{where}: {problem}")
-            found = True
     for t in graph.sparse_initializer:
         producer.setdefault(t.values.name, -1)
     named: dict = {}

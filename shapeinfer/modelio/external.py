@@ -4,17 +4,25 @@ Weights stored as external data stay where they are: inference reads a tensor's 
 it is a small integer tensor (shape values), and only from a file inside the model's folder,
 within the file's size. Writing a model elsewhere puts its external data beside it (see
 shapeinfer.modelio.writer): a location is always relative to the folder of the model that names it.
+
+Every tensor of the model counts, wherever it lives (``tensors.stored_tensors``: initializers,
+sparse initializers, tensor attributes of the main graph, of bodies at any depth, of model-local
+functions, training_info): each is vetted before anything is read, each data file any of them
+reads is protected from being overwritten, and each is copied when a model is written elsewhere.
+Nothing here reads a location relative to the working directory (onnx's ``numpy_helper.to_array``
+does, for an external tensor: callers must not hand it one).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 from onnx import TensorProto, helper
 
-from ..errors import ExternalDataError
+from ..errors import ODD_INPUT_ERRORS, ExternalDataError
+from .tensors import StoredTensor, stored_tensors
 
 
 def external_info(tensor: TensorProto) -> dict:
@@ -23,7 +31,8 @@ def external_info(tensor: TensorProto) -> dict:
 
 def resolve_location(base_dir: str, location: str) -> Optional[str]:
     """The real path of an external file if it lies inside base_dir, else None."""
-    if not location or os.path.isabs(location) or location.startswith(("/", "\\")):
+    if not location or type(location) is not str or "\0" in location or os.path.isabs(location) \
+            or location.startswith(("/", "\\")):
         return None
     base = os.path.realpath(base_dir)
     path = os.path.realpath(os.path.join(base, location))
@@ -61,28 +70,18 @@ def read_small_tensor(tensor: TensorProto, base_dir: Optional[str], max_elements
     return np.frombuffer(data, dtype=dtype).astype(dtype.newbyteorder("=")).reshape(tuple(tensor.dims))
 
 
-def external_tensors(model):
-    """Every tensor of the model stored as external data: initializers and tensor attributes,
-    in subgraphs too."""
-
-    def in_graph(g):
-        for t in g.initializer:
-            yield t
-        for n in g.node:
-            for a in n.attribute:
-                if a.type == a.TENSOR:
-                    yield a.t
-                if a.type == a.GRAPH:
-                    yield from in_graph(a.g)
-                for sub in a.graphs:
-                    yield from in_graph(sub)
-
-    for t in in_graph(model.graph):
-        if t.data_location == TensorProto.EXTERNAL:
-            yield t
+def external_places(model) -> Iterator[StoredTensor]:
+    """Every tensor of the model stored as external data, and where it lives (see
+    ``tensors.stored_tensors``: every place a tensor can be)."""
+    for place in stored_tensors(model):
+        if place.tensor.data_location == TensorProto.EXTERNAL:
+            yield place
 
 
-_external_tensors = external_tensors
+def external_tensors(model) -> Iterator[TensorProto]:
+    """Every TensorProto of the model stored as external data (the messages themselves)."""
+    for place in external_places(model):
+        yield place.tensor
 
 
 def tensor_elements(t: TensorProto) -> int:
@@ -102,7 +101,7 @@ def tensor_nbytes(t: TensorProto) -> Optional[int]:
         return (n + 1) // 2
     try:
         return n * np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
-    except Exception:
+    except ODD_INPUT_ERRORS:  # (a type number onnx does not know)
         return None
 
 
@@ -129,7 +128,8 @@ def external_data_files(model, base_dir: str) -> list:
 
 
 def _escapes(location: str) -> bool:
-    if not location or os.path.isabs(location) or location.startswith(("/", "\\")) or ":" in location[:3]:
+    if not location or "\0" in location or os.path.isabs(location) or location.startswith(("/", "\\")) \
+            or ":" in location[:3]:
         return True
     parts = location.replace("\\", "/").split("/")
     return ".." in parts
@@ -138,20 +138,26 @@ def _escapes(location: str) -> bool:
 def check_external_data(model, base_dir: Optional[str]) -> None:
     """Refuse a model whose external data is unsafe, missing or too short -- before reading any.
 
-    Every location must be a relative path that stays inside base_dir (the model's folder) once
-    symlinks are resolved; the file must exist and hold offset + length bytes. Without base_dir
-    (a model given in memory) only the locations themselves are checked."""
+    Every external tensor, wherever it lives (external_places), is vetted: its location must be
+    a relative path that stays inside base_dir (the model's folder) once symlinks are resolved;
+    the file must exist and hold offset + length bytes. Without base_dir (a model given in
+    memory) only the locations themselves are checked. The message names the tensor's place
+    (the node and its op, the attribute, the body or function it is in)."""
     sizes: dict = {}
-    for t in _external_tensors(model):
+    for place in external_places(model):
+        t = place.tensor
         info = external_info(t)
         location = info.get("location", "")
-        what = f"tensor {t.name!r}: external data location {location!r}"
+        if type(location) is not str:  # (protobuf hands over a string that is not UTF-8 as bytes)
+            raise ExternalDataError(f"{place.describe()}: external data location {location!r} is not valid UTF-8; "
+                                    "the file is corrupt")
+        what = f"{place.describe()}: external data location {location!r}"
         if _escapes(location):
             raise ExternalDataError(f"{what} is not a relative path inside the model's folder; refused")
         try:
             offset = int(info.get("offset", 0) or 0)
             length = int(info["length"]) if info.get("length") else None
-        except ValueError:
+        except (TypeError, ValueError):
             raise ExternalDataError(f"{what}: offset/length are not integers") from None
         if offset < 0 or (length is not None and length < 0):
             raise ExternalDataError(f"{what}: negative offset or length")
@@ -171,3 +177,28 @@ def check_external_data(model, base_dir: Optional[str]) -> None:
         end = offset + (length if length is not None else (needed or 0))
         if end > size:
             raise ExternalDataError(f"{what}: the file has {size} bytes, the tensor needs bytes {offset}..{end}")
+
+
+def load_external_data(model, base_dir: str, sparse_only: bool = False) -> None:
+    """Read every external tensor of the model (wherever it lives: external_places) into the
+    model, from base_dir -- after check_external_data has vetted every location (call it first;
+    load.load_model does). Unlike onnx's loader, tensors of sparse initializers, SPARSE_TENSOR
+    attributes and training_info are read too, and nothing is resolved against the working
+    directory. ``sparse_only``: the values and indices of sparse tensors only (onnx.checker
+    reads those, and cannot from a file)."""
+    for place in list(external_places(model)):
+        if sparse_only and place.sparse is None:
+            continue
+        t = place.tensor
+        path = resolve_location(base_dir, external_info(t).get("location", ""))
+        if path is None or not os.path.isfile(path):
+            raise ExternalDataError(f"{place.describe()}: its external data is not a file inside the model's folder")
+        offset, length = external_range(t, path)
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read(length)
+        if len(data) != length:
+            raise ExternalDataError(f"{place.describe()}: its external data file has fewer bytes than it needs")
+        del t.external_data[:]
+        t.data_location = TensorProto.DEFAULT
+        t.raw_data = data

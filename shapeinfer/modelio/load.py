@@ -6,18 +6,20 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto
 
 from ..errors import ODD_INPUT_ERRORS, ModelLoadError
-from .external import check_external_data
+from .external import check_external_data, load_external_data as read_external_data
 
 MAX_PROTO_BYTES = 2**31  # protobuf cannot parse a message this large
 
 
 def load_model(path: str | os.PathLike, load_external_data: bool = False) -> ModelProto:
-    """Read an ONNX file; raises ModelLoadError (never a protobuf traceback) when it is not one."""
+    """Read an ONNX file; raises ModelLoadError (never a protobuf traceback) when it is not one,
+    ExternalDataError (a ModelLoadError) when its external data is unsafe, missing or too short.
+    With ``load_external_data`` every external tensor is read into the model (sparse ones,
+    attributes, function bodies and training_info too), from the model's folder."""
     p = os.fspath(path)
     if os.path.isdir(p):
         raise ModelLoadError(f"{p}: is a directory, not an ONNX model file")
@@ -42,9 +44,10 @@ def load_model(path: str | os.PathLike, load_external_data: bool = False) -> Mod
     bad = _not_text(model.graph)
     if bad is not None:
         raise ModelLoadError(f"{p}: not a readable ONNX model ({bad} is not valid UTF-8; the file is corrupt)")
-    check_external_data(model, os.path.dirname(os.path.abspath(p)))
+    folder = os.path.dirname(os.path.abspath(p))
+    check_external_data(model, folder)  # every tensor, wherever it lives, before any byte is read
     if load_external_data:
-        onnx.external_data_helper.load_external_data_for_model(model, os.path.dirname(p) or ".")
+        read_external_data(model, folder)
     return model
 
 

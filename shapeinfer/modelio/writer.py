@@ -8,17 +8,20 @@ A destination is resolved once (:func:`resolve_destination`):
 * anything else that exists -- a FIFO, a terminal, ``/dev/stdout``, ``/proc/self/fd/1`` -- is
   written through: opened and written, never replaced by a rename. A directory is refused;
 * a destination that is, by any path or hard link, a file the input reads (the input model, its
-  external data) is refused before anything is written.
+  external data -- the files of every external tensor, wherever the model holds it:
+  modelio.tensors.stored_tensors) is refused before anything is written.
 
 :func:`write_model` writes a model whose tensors may be stored as external data. Written into
 the folder the input's locations are relative to, the model reads the input's data files where
-they are (nothing copied or read but the tiny tensors that must be inline). Elsewhere the data goes
-into one file beside the model (ONNX runtimes refuse a location that leaves the model's folder),
-copied range by range from the source's files (in the kernel where it can: copy_file_range,
-which shares the blocks on file systems that can), never through memory whole. Never a hard
-link: onnx.load and onnx.checker refuse a data file with more than one link ("potential hardlink
-attack") -- the source model's as well as ours. Data file and model are committed together: on
-failure neither is left behind and a data file that was there is put back.
+they are (nothing copied or read but the tiny tensors that must be inline). Elsewhere the data of
+every external tensor (initializers, sparse ones, Constant and other tensor attributes, bodies at
+any depth, functions, training_info) goes into one file beside the model (ONNX runtimes refuse
+a location that leaves the model's folder), copied range by range from the source's files (in
+the kernel where it can: copy_file_range, which shares the blocks on file systems that can),
+never through memory whole. Never a hard link: onnx.load and onnx.checker refuse a data file
+with more than one link ("potential hardlink attack") -- the source model's as well as ours.
+Data file and model are committed together: on failure neither is left behind and a data file
+that was there is put back.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Iterable, Optional
 
 from onnx import ModelProto, TensorProto, numpy_helper
 
-from .tensors import TYPED_FIELDS
+from .tensors import INITIALIZER, TYPED_FIELDS, stored_tensors
 from .external import (check_external_data, external_data_files, external_info, external_range, external_tensors,
                        resolve_location, tensor_elements, tensor_nbytes)
 
@@ -216,17 +219,6 @@ def _check_data_name(name: str) -> None:
         raise OutputError(f"external data file {name!r}: give a file name; the file goes beside the model")
 
 
-def _initializers(graph):
-    """The initializers of a graph and of every subgraph in it."""
-    yield from graph.initializer
-    for n in graph.node:
-        for a in n.attribute:
-            if a.type == a.GRAPH:
-                yield from _initializers(a.g)
-            for sub in a.graphs:
-                yield from _initializers(sub)
-
-
 def _payload(t: TensorProto) -> Optional[bytes]:
     """The raw little-endian bytes of an inline tensor, or None (strings)."""
     if t.data_type in (0, TensorProto.STRING, TensorProto.UNDEFINED):
@@ -292,8 +284,12 @@ def _plan(out: ModelProto, source_dir: Optional[str], name: str, threshold: int)
     most INLINE_ELEMENTS elements are inline (an external one is read: a few hundred bytes)."""
     ext = _inline_small(out, source_dir)
     moved = []
-    for t in _initializers(out.graph):
-        if t.data_location == TensorProto.EXTERNAL or tensor_elements(t) <= INLINE_ELEMENTS:
+    for place in stored_tensors(out):
+        # the (dense) initializers of every graph; a sparse one stays inline: onnxruntime refuses
+        # a sparse tensor stored as external data inside a body
+        t = place.tensor
+        if place.kind != INITIALIZER or t.data_location == TensorProto.EXTERNAL \
+                or tensor_elements(t) <= INLINE_ELEMENTS:
             continue
         data = _payload(t)
         if data is not None and len(data) >= threshold:

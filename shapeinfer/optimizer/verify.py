@@ -29,6 +29,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ..modelio.external import check_external_data, external_tensors, load_external_data
+
 DEFAULT_VALUES = (1, 3, 5, 2, 8)
 RTOL, ATOL = 1e-5, 1e-6
 SIGNED_ZERO_FRACTION = 0.1  # of float input elements set to -0.0 (and as many to +0.0)
@@ -182,10 +184,11 @@ def _ort_session(model, base_dir):
 def _reference(model, base_dir):
     from onnx.reference import ReferenceEvaluator
 
-    if base_dir is not None and any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
-        m = onnx.ModelProto()
+    if base_dir is not None and next(external_tensors(model), None) is not None:
+        m = onnx.ModelProto()  # (every external tensor, wherever it lives, read from base_dir: vetted first)
         m.CopyFrom(model)
-        onnx.external_data_helper.load_external_data_for_model(m, base_dir)
+        check_external_data(m, base_dir)
+        load_external_data(m, base_dir)
         model = m
     ref = ReferenceEvaluator(model)
     return lambda feeds: ref.run(None, feeds)

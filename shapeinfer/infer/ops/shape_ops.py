@@ -32,6 +32,7 @@ from ...symbolic import (
 )
 from ...errors import ODD_INPUT_ERRORS
 from ...fold.folder import exact_value
+from ...modelio.external import read_small_tensor
 from ...semantics import INT_RANGES, as_python_slice, slice_range, slice_runtimes_differ
 from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, elementwise, obj_array, value_from_numpy
 from ..registry import rule
@@ -497,8 +498,14 @@ def constant_of_shape(ctx):
             raise ctx.error(f"shape has a negative entry {e}")
     out = tuple(d if d is not None else ctx.fresh() for d in spec)
     value = None
-    if small_shape(out):
-        fill = numpy_helper.to_array(attr).reshape(-1)[0] if attr is not None else np.float32(0)
+    fill = np.float32(0)
+    if attr is not None and small_shape(out):
+        if attr.data_location == TensorProto.EXTERNAL:  # read only from the model's folder, never the working one
+            stored = read_small_tensor(attr, ctx.engine.base_dir, 1)
+        else:
+            stored = numpy_helper.to_array(attr)
+        fill = stored.reshape(-1)[0] if stored is not None and stored.size == 1 else None
+    if small_shape(out) and fill is not None:
         arr = np.full(out, fill, dtype=helper.tensor_dtype_to_np_dtype(dtype))
         value = value_from_numpy(arr, dtype)
         if value is not None and value.dtype != object and dtype not in FLOAT_TYPES:

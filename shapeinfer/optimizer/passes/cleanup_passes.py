@@ -21,6 +21,7 @@ import onnx
 import onnx_graphsurgeon as gs
 from onnx import helper
 
+from ...errors import ODD_INPUT_ERRORS
 from ...fold.folder import NONDETERMINISTIC
 from .base import NO_MATCH, Match, Pass, PassResult, RewritePass, register
 from .graph_ops import bypass, can_bypass, constant_array, remove_node, replace_uses, set_input
@@ -40,7 +41,10 @@ def _attr_key(v):
     if isinstance(v, gs.Graph):
         raise TypeError("subgraph")
     if isinstance(v, gs.Constant):
-        arr = constant_array(v)
+        try:
+            arr = constant_array(v)
+        except ODD_INPUT_ERRORS:  # (stored as external data, which is never read; or unreadable)
+            raise TypeError("a tensor attribute that is not read") from None
         return ("T", str(arr.dtype), arr.shape, arr.tobytes() if arr.dtype != object else repr(arr.tolist()))
     if isinstance(v, np.ndarray):
         return ("A", str(v.dtype), v.shape, v.tobytes())
@@ -62,7 +66,7 @@ def _value_key(t):
         return (_RAW_AS_ARRAY[proto.data_type], tuple(int(d) for d in proto.dims), proto.raw_data)
     try:
         arr = constant_array(t)
-    except Exception:
+    except ODD_INPUT_ERRORS:  # (external data, never read; or a tensor numpy cannot hold)
         return False
     return (str(arr.dtype), arr.shape, arr.tobytes() if arr.dtype != object else repr(arr.tolist()))
 

@@ -23,6 +23,7 @@ import numpy as np
 import onnx_graphsurgeon as gs
 from onnx import TensorProto, helper, numpy_helper
 
+from ...errors import ODD_INPUT_ERRORS
 from ...fold.casts import cast_array
 from ...fold.folder import fold_node, outer_variables, within_budget
 from ...fold.kernels import FoldError, NotFoldable
@@ -292,7 +293,7 @@ class ConstantFoldingPass(Pass):
             return True
         try:
             arrays = [None if t is None else constant_array(t) for t in inputs]
-        except Exception:  # weights kept as external data are not loaded, so not folded
+        except ODD_INPUT_ERRORS:  # weights kept as external data are never read, so not folded
             result.decline(node, "not folded: an input's data is not loaded (external data)")
             return False
         domain = "" if node.domain in (None, "", "ai.onnx") else node.domain

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_graphsurgeon as gs
 
+from ...errors import ODD_INPUT_ERRORS
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
 from .graph_ops import constant_array, held_constant, own_proto, remove_node, replace_uses
 
@@ -33,7 +34,7 @@ def _known_condition(ctx, node, main: bool = True):
     if held is not None:
         try:
             arr = constant_array(held)
-        except Exception:  # noqa: BLE001 - unreadable (external data): not known
+        except ODD_INPUT_ERRORS:  # unreadable (external data, never read): not known
             arr = None
     if arr is None and cond is not None:
         if main or ctx.graph.tensors().get(cond.name) is cond:

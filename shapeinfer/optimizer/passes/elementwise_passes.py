@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_graphsurgeon as gs
 
+from ...errors import ODD_INPUT_ERRORS
 from ...symbolic import BroadcastError, bcast
 from .base import NO_MATCH, Decline, Match, RewritePass, register
 from .graph_ops import bypass, can_bypass, clear_outputs, constant_array, remove_node, replace_uses, set_input
@@ -68,7 +69,7 @@ def _nan_free_operands(ctx, user, expanded, src) -> bool:
                 arr = constant_array(t)
                 if arr.dtype.kind == "f" and not np.isnan(arr).any():
                     continue
-            except Exception:  # noqa: BLE001 - an unreadable constant counts as possibly NaN
+            except ODD_INPUT_ERRORS:  # an unreadable constant (external data) counts as possibly NaN
                 pass
         may_nan += 1
     return may_nan <= 1
@@ -205,7 +206,7 @@ class NeutralElementsPass(RewritePass):
                 continue
             try:
                 kind = _neutral_kind(node.op, constant_array(c), position)
-            except Exception:
+            except ODD_INPUT_ERRORS:  # (external data, never read)
                 kind = None
             if kind is None or (kind == "signed-zero" and not ctx.ignore_signed_zero):
                 continue

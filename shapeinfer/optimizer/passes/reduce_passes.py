@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from onnx import TensorProto
 
 from ...symbolic import provably_positive
@@ -34,8 +35,8 @@ def _may_hold_nan(ctx, tensor) -> bool:
     """True unless the tensor is known to be of an integer or bool type."""
     import onnx_graphsurgeon as gs
 
-    if isinstance(tensor, gs.Constant):
-        return tensor.values.dtype.kind not in "iub"
+    if isinstance(tensor, gs.Constant):  # (its dtype, without reading its values: they may be external data)
+        return np.dtype(tensor.dtype).kind not in "iub"
     fact = ctx.facts.fact(tensor.name)
     return fact is None or fact.dtype not in _NON_FLOAT
 
