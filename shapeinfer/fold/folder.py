@@ -129,14 +129,15 @@ def _attrs(node) -> dict:
     return out
 
 
-def outer_variables(node) -> list:
-    """Non-constant tensors of the enclosing graphs that node's subgraphs read. A node with
-    any cannot be folded (constants are exported with the subgraph that reads them)."""
+def outer_variables(node, names=None) -> list:
+    """Non-constant tensors of the enclosing graphs that node's subgraphs (those of the
+    attributes in ``names``, if given) read. A node with any cannot be folded (constants are
+    exported with the subgraph that reads them)."""
     import onnx_graphsurgeon as gs
 
     found: dict = {}
-    for v in node.attrs.values():
-        if isinstance(v, gs.Graph):
+    for k, v in node.attrs.items():
+        if isinstance(v, gs.Graph) and (names is None or k in names):
             _outer_reads(gs, v, frozenset(), found)
     return list(found.values())
 

@@ -269,6 +269,60 @@ def implicit_inputs(node, names=None) -> list:
     return list(found)
 
 
+def graph_reads(graph) -> list:
+    """The names ``graph`` (its nested subgraphs too) reads or returns without defining them --
+    what it takes from a graph around it (a training_info graph: from the model's graph)."""
+    found: dict = {}
+    _outer_reads(graph, frozenset(), found)
+    return list(found)
+
+
+def _nodes_deep(nodes):
+    """The nodes given and those of their subgraphs, at any depth."""
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        yield n
+        if _has_subgraph(n):
+            for g in subgraphs_of(n):
+                stack.extend(g.node)
+
+
+def functions_holding_if(functions) -> frozenset:
+    """(domain, name) of the model-local functions whose body holds an If -- in a subgraph, or in
+    a function it calls, at any depth: a call of one may run a branch that onnxruntime checks
+    at load with the shapes of what the call reads (it inlines the call first)."""
+    keys = {(f.domain, f.name) for f in functions}
+    holders: set = set()
+    callers: dict = {}  # (domain, name) of a function -> the functions that call it
+    for f in functions:
+        me = (f.domain, f.name)
+        for n in _nodes_deep(f.node):
+            if n.op_type == "If" and n.domain in ("", "ai.onnx"):
+                holders.add(me)
+            for callee in _callees(n, keys):
+                callers.setdefault(callee, set()).add(me)
+    stack = list(holders)
+    while stack:  # (and every function that calls one, at any depth)
+        for caller in callers.get(stack.pop(), ()):
+            if caller not in holders:
+                holders.add(caller)
+                stack.append(caller)
+    return frozenset(holders)
+
+
+def _callees(node, keys) -> list:
+    """The (domain, name) of ``keys`` node calls ("" and "ai.onnx" name one domain)."""
+    d = node.domain
+    return [k for k in ((d, node.op_type), ("" if d == "ai.onnx" else "ai.onnx" if d == "" else d, node.op_type))
+            if k in keys][:1]
+
+
+def calls_function(node, keys) -> bool:
+    """Whether node (a NodeProto) is a call of one of the functions ``keys`` ((domain, name))."""
+    return bool(keys) and bool(_callees(node, keys))
+
+
 def _outer_reads(graph, enclosing: frozenset, found: dict) -> None:
     """Into found: the names graph reads that neither it nor ``enclosing`` (the subgraphs
     between it and node) defines."""

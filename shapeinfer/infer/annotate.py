@@ -198,25 +198,31 @@ def _consistent_names(graph, result: InferenceResult, input_names: set) -> set:
 
 
 def _declarations_kept(graph, result: InferenceResult, functions=()) -> set:
-    """For each If whose condition is known -- in the main graph, or nested in a body with its
-    condition from the main graph (inference knows it) or from a Constant node of that body: its
-    outputs (the main graph's), and the tensors its branch
-    never taken reads from the main graph, with all they are computed from. For a call of a
-    model-local function holding an If, whose condition may be decided at that call: what the
-    call reads, with all it is computed from. onnxruntime checks both branches when it loads a
-    model, with the types declared on what they read and make, and what its own inference
-    computes from them: a shape the taken branch gives (the If's output) or that the other branch
-    was never meant to see (a 3-D grid read by the 2-D branch of AffineGrid's function, which
-    squeezes a dim that is then 4) makes it refuse the model. Their declarations are left as the
-    model has them, so that onnxruntime sees what it saw. So are what a Loop with scan outputs
-    reads (at 0 iterations onnxruntime makes those outputs from the body's inferred shapes)."""
-    from ..graph.structure import implicit_inputs, subgraphs_of
+    """The tensors whose declarations are left as the model has them: for each If -- in the main
+    graph or nested in a body -- the tensors its branches read from the graphs around it (both
+    branches where the condition is not known, the one never taken where it is: from the main
+    graph, which inference knows, or from a Constant node of that body), with all they are
+    computed from (through the bodies around it, a body's input counting as the inputs of the
+    node whose body it is), and the outputs of such an If of the main graph whose condition is
+    known. For a call of a model-local function holding an If (in a function it calls too),
+    whose condition may be decided at that call: what the call reads, with all it is computed
+    from. onnxruntime checks both branches when it loads a model, with the types declared on
+    what they read and make, and what its own inference computes from them: a shape the taken
+    branch gives (the If's output), a shape the other branch was never meant to see (a 3-D grid
+    read by the 2-D branch of AffineGrid's function, which squeezes a dim that is then 4), or one
+    that a branch a run may not take contradicts (a Split whose sizes do not sum to a dim written
+    as 3: at run time that branch would fail, but onnxruntime refuses the whole model at load)
+    makes it refuse the model. Their declarations are left as the model has them, so that
+    onnxruntime sees what it saw. So are what a Loop with scan outputs reads (at 0 iterations
+    onnxruntime makes those outputs from the body's inferred shapes)."""
+    from ..graph.structure import calls_function, functions_holding_if, implicit_inputs, subgraphs_of
 
     out: set = set()
     if not getattr(result, "saw_if", True) and not functions:
         return out  # (no If inferred, none to decide; no function to call one: nothing to walk for)
     reads: list = []
-    with_if = {(f.domain, f.name) for f in functions if _holds_if(f.node)}
+    with_if = functions_holding_if(functions) if functions else frozenset()
+    made: dict = {}  # name -> the node that makes it, in any graph (a body's input: its owner node)
     stack = [(graph, frozenset())]  # (a graph, the names the bodies around it define: not the main graph's)
     while stack:
         g, shadowing = stack.pop()
@@ -226,7 +232,10 @@ def _declarations_kept(graph, result: InferenceResult, functions=()) -> set:
         consts = {} if main else _constant_nodes(g)
         for n in g.node:
             op = n.op_type
-            if with_if and (n.domain, op) in with_if:
+            for o in n.output:
+                if o:
+                    made.setdefault(o, n)
+            if with_if and calls_function(n, with_if):
                 reads.extend(i for i in n.input if i)
             if op == "Loop" and n.domain in ("", "ai.onnx"):
                 body = next(subgraphs_of(n, ("body",)), None)
@@ -249,21 +258,22 @@ def _declarations_kept(graph, result: InferenceResult, functions=()) -> set:
                     except (TypeError, ValueError):  # (an element that is not a plain number: both)
                         never = None
                     reads.extend(implicit_inputs(n, never))
-            stack.extend((body, local) for body in subgraphs_of(n))
-    out |= with_producers(graph, reads)
+            for body in subgraphs_of(n):
+                for vi in body.input:
+                    made.setdefault(vi.name, n)
+                stack.append((body, local))
+    out |= with_producers(made, reads)
     return out
 
 
-def with_producers(graph, reads: list) -> set:
-    """The names in ``reads`` and every main-graph tensor they are computed from (with the
-    other outputs of the nodes that make them): one walk back over their producers."""
+def with_producers(made: dict, reads: list) -> set:
+    """The names in ``reads`` and every tensor they are computed from (with the other outputs of
+    the nodes that make them): one walk back over their producers, ``made`` (name -> the node
+    that makes it; a body's input: the node whose body it is)."""
     from ..graph.structure import implicit_inputs
 
     out: set = set()
-    if not reads:
-        return out
     reads = list(reads)
-    made = {o: n for n in graph.node for o in n.output if o}
     while reads:
         name = reads.pop()
         if name in out:
@@ -288,7 +298,7 @@ def guarded_reads(graph, holders: list) -> set:
         if node.op_type != "If":  # (an If's condition is no type its branches read)
             reads.extend(i for i in node.input if i)
         reads.extend(implicit_inputs(node))
-    return with_producers(graph, reads)
+    return with_producers({o: n for n in graph.node for o in n.output if o}, reads) if reads else set()
 
 
 def _constant_nodes(graph) -> dict:
@@ -303,18 +313,6 @@ def _constant_nodes(graph) -> dict:
             if value is not None and value.size == 1:
                 out[n.output[0]] = value
     return out
-
-
-def _holds_if(nodes) -> bool:
-    from ..graph.structure import subgraphs_of
-
-    stack = list(nodes)
-    while stack:
-        n = stack.pop()
-        if n.op_type == "If":
-            return True
-        stack.extend(m for g in subgraphs_of(n) for m in g.node)
-    return False
 
 
 def annotate(model: ModelProto, result: InferenceResult, input_shapes: Optional[dict] = None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable, Optional
 
 from onnx import AttributeProto, ModelProto, helper
@@ -23,16 +23,17 @@ from ..infer.dim_names import identifier_dim_names
 from ..infer.run import check_dim_names, infer
 from ..symbolic import to_str
 from ..modelio.load import load_model
-from ..graph.structure import node_label, shadowed_name, topological_order, validate_structure
+from ..graph.structure import functions_holding_if, node_label, shadowed_name, topological_order, validate_structure
 from ..infer.engine import paused_gc
 from ..infer.protos import clear_negative_dims
 from ..infer.unreached import onnx_rejections
 from ..fold.folder import DEFAULT_BUDGET_BYTES
 from .exporter import export_model
 from .importer import import_model
+from .load_view import runtime_view, varying_tensors, visible_tensors
 from .passes import REGISTRY
 from .passes.base import PassContext
-from .passes.graph_ops import HeldAttribute, huge_tensors, remove_dead_nodes, replace_uses, subgraph_names
+from .passes.graph_ops import HeldAttribute, branch_guard, huge_tensors, remove_dead_nodes, replace_uses, subgraph_names
 from .run_facts import BoundedFacts, run_lows
 
 # The order matters for how many rounds a graph takes, not for what it ends as: the passes that
@@ -58,7 +59,7 @@ DROP_DEAD = True
 COUNTED_OPS = ("Reshape", "Expand", "Tile", "Shape", "Gather", "Concat", "Unsqueeze")
 
 
-MAX_LOAD_ROUNDS = 3  # optimisations tried before the model is given back unchanged (see PassManager._run)
+MAX_LOAD_ROUNDS = 4  # optimisations tried before the model is given back unchanged (see PassManager._run)
 
 
 @dataclass
@@ -288,20 +289,29 @@ class PassManager:
                     "onnxruntime reads the inner one there, but optimize's graph library would read the outer one and "
                     "change what the model computes; rename one of them (nothing written)")
         report = report if report is not None else OptimizeReport()
-        # Every model written must load in onnxruntime: where onnx's strict inference (what its
-        # load runs) rejects a node of the optimised model that it accepts in the original -- a
-        # rewrite let it see a shape under which a branch that may not run fails, or a TopK
-        # valid only on an empty tensor --, the passes leave what that node reads alone
-        # (guarded) and run again; after MAX_LOAD_ROUNDS the model is given back as it was.
-        guard: list = []
+        # Every model written must load in onnxruntime. The passes leave alone what a branch
+        # onnxruntime checks at load reads (graph_ops.branch_guard) and what code that fails if
+        # it runs reads (InferenceResult.guarded). Where onnx's strict inference (what
+        # onnxruntime's load runs) still rejects a node of the optimised model that it accepts
+        # in the original -- a TopK valid only on an empty tensor whose input's dims a rewrite
+        # made visible, say --, what that node reads is left alone too (``holders``) and the
+        # passes run again; after MAX_LOAD_ROUNDS the model is given back as it was. An If whose
+        # condition seemed to be one folding would decide goes unguarded at first; still there
+        # at the end, the passes run again guarding it (``optimistic``).
+        holders: list = []
         known: Optional[set] = None  # the original's rejections, read when needed
+        optimistic = True
+        current = None
         for _ in range(MAX_LOAD_ROUNDS):
-            attempt = OptimizeReport()
-            attempt.before = model_stats(src)
+            attempt = OptimizeReport(before=model_stats(src))
             attempt.assumptions.extend(p.assumption for p in self.passes if p.assumption)
             self._say(f"importing {len(src.graph.node)} nodes")
             with paused_gc():  # many small acyclic objects (see paused_gc)
-                current = self._optimize(gs, src, attempt, io, guard)
+                current, pending = self._optimize(gs, src, attempt, io, holders, optimistic)
+            if pending:
+                self._say("again, guarding the branches of every If left undecided")
+                optimistic = False
+                continue
             new = {tuple(c) for c in onnx_rejections(current)}
             if new:
                 if known is None:
@@ -309,13 +319,12 @@ class PassManager:
                 new -= known
             if not new:
                 break
-            holders = [n for n in src.graph.node if any((n.op_type, n.name) == c[0] for c in new)
-                       and not any(n is g for g in guard)]
-            if not holders:
+            more = [n for n in src.graph.node if any((n.op_type, n.name) == c[0] for c in new)
+                    and not any(n is h for h in holders)]
+            if not more:
                 current = None
                 break
-            guard.extend(holders)
-        else:
+            holders.extend(more)
             current = None
         if current is None:
             current = ModelProto()
@@ -323,11 +332,16 @@ class PassManager:
             attempt = OptimizeReport(before=model_stats(src), after=model_stats(src))
             attempt.assumptions.append("not optimised: every rewrite tried let onnxruntime's load-time inference "
                                        "reject a node it accepts in the model given")
-        report.__dict__.update(attempt.__dict__)
+        for f in fields(OptimizeReport):
+            setattr(report, f.name, getattr(attempt, f.name))
         report.seconds = time.perf_counter() - t0
         return current
 
-    def _optimize(self, gs, src: ModelProto, report: OptimizeReport, io, guard: list) -> ModelProto:
+    def _optimize(self, gs, src: ModelProto, report: OptimizeReport, io, holders: list,
+                  optimistic: bool = False) -> tuple:
+        """(the optimised model, whether an If was left whose branches the passes did not guard
+        because folding seemed to decide its condition: see graph_ops.branch_guard). ``holders``:
+        main-graph nodes whose reads the passes leave alone (see _run)."""
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
         moving = MOVE_CONSTANTS and any(p.name == "fold-constants" for p in self.passes)
         graph, tensors, pairs = import_model(gs, src, self.fold_budget if moving else None, io)
@@ -339,6 +353,9 @@ class PassManager:
         overloads = {id(gn): pn.overload for pn, gn in (pairs if pairs is not None else _node_pairs(gs, src.graph, graph))
                      if pn.overload} if any(f.overload for f in src.functions) else {}
         overridable = _keep_overridable_inputs(gs, graph, src)
+        # training_info's graphs read main-graph tensors by name, and its bindings assign
+        # main-graph initializers: those stay, under their names (see _keep_training_tensors)
+        training_inits, training_outputs = _keep_training_tensors(gs, graph, src)
         # One inference serves every round: no pass changes the shape or value of a tensor that
         # stays in the graph (folding keeps values, bypasses read an equal tensor), and the
         # constants they add carry their own shapes.
@@ -356,13 +373,28 @@ class PassManager:
                           fold_budget=self.fold_budget, graph_outputs={t.name for t in graph.outputs},
                           ignore_signed_zero=self.ignore_signed_zero, fold_float_math=self.fold_float_math,
                           local_functions=frozenset((f.domain, f.name) for f in src.functions),
-                          huge=huge_tensors(facts.facts) | _guarded(src, list(facts.guarded) + guard),
+                          huge=huge_tensors(facts.facts) | _guarded(src, list(facts.guarded) + holders),
                           opaque=frozenset(k for k, held in empty_lists.items() if any(t is None for _, t in held)),
                           # the names in use, for unique_name (graph.tensors() would walk every node),
                           # the subgraphs' too: each name is made once in the model
                           _names={t.name for t in tensors} | (subgraph_names(graph) if pairs is None else set()),
-                          has_subgraphs=pairs is None)
-        declined, not_folded, clean = self._rounds(ctx, report)
+                          has_subgraphs=pairs is None, if_functions=_if_functions(src))
+        # a branch onnxruntime checks at load may read what the passes would rewrite: guarded
+        # each round (graph_ops.branch_guard), when the model has a subgraph or calls a function
+        # holding an If
+        guard = pairs is None and (io.has_subgraphs or bool(ctx.if_functions))
+        if guard:  # (what onnxruntime sees of the graph as imported: found when a branch needs it)
+            varying, ctx.constant_derived = varying_tensors(gs, graph)
+            ctx.optimistic = optimistic
+            given = {name: facts.shape(name) for name in facts.fixed_inputs} if fixed else {}
+            ctx.find_visible = lambda: visible_tensors(varying, ctx.facts, runtime_view(src, given))
+        declined, not_folded, clean = self._rounds(ctx, report, guard)
+        if guard and ctx.optimistic:  # (the graph as it ends: an If whose branches went unguarded?)
+            branch_guard(ctx)
+            if ctx.pending_ifs:
+                _release(gs, graph, imported)
+                return None, True
+        guarded = {n.name or "<unnamed>" for n in graph.nodes if id(n) in ctx.guarded} if ctx.guarded else set()
         if not clean:
             remove_dead_nodes(graph)
         ordered = _in_order(gs, graph, bodies=pairs is None)  # (read on the graph: no protobuf reads)
@@ -374,8 +406,15 @@ class PassManager:
                 if id(gn) in overloads:
                     pn.overload = overloads[id(gn)]
         _release(gs, graph, imported)
-        if overridable:  # their defaults, as the model had them
-            current.graph.initializer.extend(t for t in src.graph.initializer if t.name in overridable)
+        if training_outputs:  # (graph outputs for the passes only: the model's outputs are its own)
+            kept_outputs = [o for o in current.graph.output if o.name not in training_outputs]
+            del current.graph.output[:]
+            current.graph.output.extend(kept_outputs)
+        restored = overridable | training_inits
+        if restored:  # their defaults (values training_info starts from), as the model had them
+            present = {t.name for t in current.graph.initializer}
+            current.graph.initializer.extend(t for t in src.graph.initializer
+                                             if t.name in restored and t.name not in present)
         _outputs_made_by_nodes(current.graph, src, opsets.get("", 0))  # (Constant nodes, first: in order)
         if not ordered:
             _sorted_nodes(current.graph)
@@ -406,11 +445,12 @@ class PassManager:
         report.declined = declined
         live = {n.name or "<unnamed>" for n in current.graph.node}
         report.not_folded = [d for d in not_folded if d[0] in live]
-        report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")], ctx.huge)
+        report.kept = _kept_reasons(current, [k for k in declined if k[1] in ("Reshape", "Expand", "Tile")], ctx.huge,
+                                    guarded)
         report.after = model_stats(current)
-        return current
+        return current, False
 
-    def _rounds(self, ctx: PassContext, report: OptimizeReport) -> tuple:
+    def _rounds(self, ctx: PassContext, report: OptimizeReport, guard: bool = False) -> tuple:
         """Run the passes until a round changes nothing; the declines of the last round, the
         nodes fold-constants left (with why), and whether the graph holds no dead node (dead
         nodes were dropped after the last edit).
@@ -423,7 +463,11 @@ class PassManager:
 
         A round that changes nothing but found a bypass that needs a graph output's name to move
         (``ctx.renames_waiting``) allows such renames from then on, and the rounds go on: the
-        renames come after every rewrite that needs none (see PassContext.rename_outputs)."""
+        renames come after every rewrite that needs none (see PassContext.rename_outputs).
+
+        ``guard``: before each round, the nodes that make what an If's branch reads are found anew
+        (graph_ops.branch_guard) -- inline-if removes Ifs, dedupe makes a branch read another
+        node's tensor -- and the passes leave them as they are."""
         declined, not_folded = [], []
         total = 0  # changes made so far, by every pass
         cleaned = None  # ``total`` when dead nodes were last dropped
@@ -433,6 +477,8 @@ class PassManager:
             changed = 0
             declined, not_folded = [], []
             ctx.renames_waiting = False
+            if guard:
+                ctx.guarded, ctx.guarded_tensors = branch_guard(ctx)
             for k, p in enumerate(self.passes, 1):
                 before = last.get(p.name)
                 if SKIP_UNCHANGED and before is not None and before[0] == total and not (before[1].changed or before[1].quiet):
@@ -718,6 +764,58 @@ def _keep_overridable_inputs(gs, graph, src) -> set:
     return set(variables)
 
 
+def _if_functions(src) -> frozenset:
+    """(domain, name) of the model's functions that hold an If, the default domain under both
+    its spellings (a call names it "" or "ai.onnx")."""
+    if not src.functions:
+        return frozenset()
+    found = functions_holding_if(src.functions)
+    return found | {("ai.onnx" if d == "" else "", name) for d, name in found if d in ("", "ai.onnx")}
+
+
+def _keep_training_tensors(gs, graph, src) -> tuple:
+    """What training_info needs of the main graph, kept: (the initializers to write back after
+    the export, the names of the tensors made graph outputs for the passes -- to take out of the
+    outputs after it).
+
+    Its bindings (``initialization_binding``, ``update_binding``) assign main-graph initializers:
+    mutable variables, whose values training changes -- so, as an overridable default, each
+    becomes a Variable (nothing is folded or merged with its value) and is written back as it
+    was. Its graphs read main-graph tensors by name (the algorithm runs after the model's graph,
+    on its tensors): an initializer among them is written back if the passes left it out; a
+    tensor a node makes is a graph output while the passes run, so that it stays, under its
+    name, as a graph output would."""
+    if not src.training_info:
+        return set(), set()
+    from ..graph.structure import graph_reads
+
+    inits = {t.name: t for t in src.graph.initializer}
+    bound: set = set()
+    read: set = set()
+    for info in src.training_info:
+        bound.update(b.key for b in list(info.initialization_binding) + list(info.update_binding) if b.key in inits)
+        for g in (info.initialization, info.algorithm):
+            read.update(graph_reads(g))
+    tensors = graph.tensors()
+    for name in sorted(bound):
+        t = tensors.get(name)
+        if isinstance(t, gs.Constant):
+            var = gs.Variable(name, dtype=t.dtype, shape=list(t.shape))
+            replace_uses(graph, t, var)
+            graph.outputs = [var if o is t else o for o in graph.outputs]
+            t.name = f"{name} (trained)"  # unreferenced now; never exported
+    outputs = {t.name for t in graph.outputs}
+    inputs = {t.name for t in graph.inputs}
+    made = []
+    for name in sorted(read - outputs - inputs - set(inits)):
+        t = tensors.get(name)
+        if t is not None and not isinstance(t, gs.Constant) and t.inputs:
+            made.append(t)
+    if made:
+        graph.outputs = list(graph.outputs) + made
+    return bound | (read & set(inits)), {t.name for t in made}
+
+
 # Constant before opset 9 holds float types only.
 _CONSTANT_V1_TYPES = frozenset({1, 10, 11})
 
@@ -734,7 +832,15 @@ def _outputs_made_by_nodes(graph, src, opset: int) -> None:
         return
     names = {t.name for t in made}
     keep = [t for t in graph.initializer if t.name not in names]
-    nodes = [helper.make_node("Constant", [], [t.name], name=f"{t.name}_constant", value=t) for t in made]
+    taken = {n.name for n in graph.node if n.name}  # (a node name is one node's in a graph)
+    nodes = []
+    for t in made:
+        name, k = f"{t.name}_constant", 0
+        while name in taken:
+            k += 1
+            name = f"{t.name}_constant_{k}"
+        taken.add(name)
+        nodes.append(helper.make_node("Constant", [], [t.name], name=name, value=t))
     nodes.extend(graph.node)
     del graph.initializer[:]
     graph.initializer.extend(keep)
@@ -742,9 +848,10 @@ def _outputs_made_by_nodes(graph, src, opset: int) -> None:
     graph.node.extend(nodes)
 
 
-def _kept_reasons(model: ModelProto, declined: list, huge: frozenset = frozenset()) -> list:
+def _kept_reasons(model: ModelProto, declined: list, huge: frozenset = frozenset(), guarded=frozenset()) -> list:
     """The latest reason for each Reshape/Expand/Tile still in the model (``huge``: the tensors
-    whose readers and makers the passes leave alone, graph_ops.huge_tensors)."""
+    whose readers and makers the passes leave alone, graph_ops.huge_tensors; ``guarded``: the
+    names of the nodes they leave alone for an If's branch, graph_ops.branch_guard)."""
     present = {(n.name or "<unnamed>", n.op_type) for n in model.graph.node if n.op_type in ("Reshape", "Expand", "Tile")}
     reasons: dict = {}
     for name, op, why in declined:
@@ -758,5 +865,8 @@ def _kept_reasons(model: ModelProto, declined: list, huge: frozenset = frozenset
             if why is None and huge and any(t in huge for t in list(n.input) + list(n.output)):
                 why = "left as it is: it reads or makes a tensor with a dim past 2**31-1, which a rewrite could " \
                       "let onnxruntime's load-time inference see (it then refuses some such models)"
+            if why is None and key[0] in guarded:
+                why = "left as it is: an If's branch reads what it computes, and onnxruntime checks that branch " \
+                      "at load with the shapes it can see -- a constant shape here could make it refuse the model"
             out.append((key[0], key[1], why or "nothing provably simpler was found"))
     return out

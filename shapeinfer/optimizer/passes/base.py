@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import onnx_graphsurgeon as gs
 
@@ -88,6 +88,24 @@ class PassContext:
     # readers and makers
     huge: frozenset = frozenset()
     opaque: frozenset = frozenset()  # id() of nodes holding a graph_ops.HeldAttribute
+    # (domain, name) of the model-local functions that hold an If (graph.structure.functions_holding_if)
+    if_functions: frozenset = frozenset()
+    # id() of the nodes that make what a branch onnxruntime checks at load reads, and of their
+    # tensors (graph_ops.branch_guard, set by the manager each round): nodes() skips them
+    guarded: frozenset = frozenset()
+    guarded_tensors: frozenset = frozenset()
+    # id() of the tensors onnxruntime's load-time inference already sees all inference knows of
+    # (optimizer.load_view.visible_tensors): no rewrite shows it more of them. None: not found
+    # yet -- ``find_visible`` (set by the manager) finds them when a branch first needs them
+    visible: Optional[frozenset] = None
+    find_visible: Optional[Callable] = None
+    # id() of the tensors, as imported, computed from constants alone (load_view.varying_tensors):
+    # an If whose condition is one may yet be decided once folding gets there. With
+    # ``optimistic``, branch_guard leaves the branches of such an If unguarded meanwhile, and
+    # says in ``pending_ifs`` whether one is still there (the manager then starts again without)
+    constant_derived: frozenset = frozenset()
+    optimistic: bool = False
+    pending_ifs: bool = False
     _names: Optional[set] = None  # names in use (the manager gives those of the import; else built once)
     has_subgraphs: bool = True  # some node may hold a graph (False: the importer built it without any)
     shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
@@ -135,7 +153,8 @@ class PassContext:
         or take some out (still visited, without outputs). Each node's op is read when the walk
         reaches it, after the rewrites of the nodes before it.
 
-        A node that reads or makes a tensor of ``huge`` is not given (see graph_ops.huge_tensors).
+        A node that reads or makes a tensor of ``huge`` is not given (see graph_ops.huge_tensors),
+        nor one of ``guarded`` (see graph_ops.branch_guard).
 
         The nodes come from an index by op (a pass reads a few ops: walking every node for
         each pass and round was most of the time on large graphs), rebuilt when the list of
@@ -152,13 +171,22 @@ class PassContext:
                 found = list({id(n): n for n in found}.values())
             found.sort(key=lambda n: pos[id(n)])
         plain = not self.local_functions  # (then op() is node.op for the default domain)
-        huge = self.huge
+        huge, guarded = self.huge, self.guarded
         for node in found:
             op = node.op
             if op in wanted and (plain and (not node.domain or node.domain == "ai.onnx") or self.op(node) == op):
                 if huge and (any(t.name in huge for t in node.inputs) or any(t.name in huge for t in node.outputs)):
                     continue
+                if guarded and id(node) in guarded:
+                    continue
                 yield node
+
+    def graph_holders(self) -> list:
+        """The main graph's nodes that may hold a graph or call a model-local function: If, Loop,
+        Scan, SequenceMap and every node that is no ONNX op (from the index of ``nodes``, with
+        nodes a pass took out among them)."""
+        index = self._op_index()
+        return [n for op in ("If", "Loop", "Scan", "SequenceMap", "") for n in index.get(op, ())]
 
     def _op_index(self) -> dict:
         nodes = self.graph.nodes

@@ -1,7 +1,8 @@
 """Cleanups that make room for the other rewrites.
 
 - ``dedupe``: small constants with the same type, shape and bytes become one; then ONNX nodes
-  with the same op, attributes and inputs (common subexpressions) become one -- never a
+  with the same op, inputs and attributes -- equal bit for bit: a float attribute of 0.0 is not
+  one of -0.0, nor a NaN one of another NaN -- (common subexpressions) become one -- never a
   non-deterministic op, a node with a subgraph, or a call of a model-local function or of
   another domain's op (either may draw random numbers inside).
 - ``remove-identity``: Identity, and Cast to the type its input already has, are bypassed.
@@ -14,6 +15,7 @@ Dedupe keeps a node whose output is a graph output (the output's name must stay)
 from __future__ import annotations
 
 import math
+import struct
 import sys
 
 import numpy as np
@@ -38,8 +40,15 @@ _RAW_AS_ARRAY = {} if sys.byteorder != "little" else {
 
 
 def _attr_key(v):
+    """What tells an attribute value apart, bit for bit: a float by its bits (0.0 and -0.0 are
+    equal as numbers, yet Clip(min=-0.0) and Clip(min=0.0) -- or LeakyRelu's alpha -- give zeros of
+    other signs; a NaN is not even equal to itself), a tensor by its type, shape and bytes."""
     if isinstance(v, gs.Graph):
         raise TypeError("subgraph")
+    if isinstance(v, float):  # (onnx-graphsurgeon holds a FLOAT attribute as a Python float)
+        return ("float", struct.pack("<d", v))
+    if isinstance(v, np.generic):
+        return ("np", str(v.dtype), v.tobytes())
     if isinstance(v, gs.Constant):
         try:
             arr = constant_array(v)

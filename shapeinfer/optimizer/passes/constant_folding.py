@@ -235,8 +235,17 @@ class ConstantFoldingPass(Pass):
         # the node itself drops this entry: ctx.touched): id(node) -> (inputs, its declines).
         left = ctx.memo.setdefault("fold-left", {})
         declined = result.declined
+        guarded = ctx.guarded
         for node in list(ctx.graph.nodes):
             if not node.outputs:
+                continue
+            if guarded and id(node) in guarded and node.op != "Constant":
+                # (a Constant node's value is an initializer to onnxruntime as well: it may move)
+                if all(t.is_empty() or isinstance(t, gs.Constant) for t in node.inputs) \
+                        or _known_int_value(ctx, node.outputs[0]) is not None:
+                    result.decline(node, "not folded: an If's branch reads what it computes, and onnxruntime checks "
+                                         "that branch at load with what it can see of it -- a constant here could make "
+                                         "it refuse the model")
                 continue
             ins = node.inputs
             state = (tuple(map(id, ins)), tuple(map(type, ins)))

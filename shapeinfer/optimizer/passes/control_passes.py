@@ -8,44 +8,22 @@
   that is not 1 in the 2-D branch of AffineGrid's function, for a 3-D input).
 
 A name the branch makes that the model uses elsewhere (in the main graph or in another
-subgraph: onnxruntime wants every name made once) is renamed; a graph output that the branch
-returns from outside it (an outer tensor, a constant) or that another output returns too is made
-by an Identity, so that it keeps its name.
+subgraph: onnxruntime wants every name made once) is renamed, and so is a moved node whose name
+a node of the graph it joins has (onnxruntime refuses two nodes of one name in a graph; nodes of
+different graphs may share one); a graph output that the branch returns from outside it (an
+outer tensor, a constant) or that another output returns too is made by an Identity, so that it
+keeps its name.
+
+An If whose outputs a branch onnxruntime checks at load reads (directly or further on) is left
+as it is (graph_ops.branch_guard): inlined, it would show onnxruntime the taken branch's shapes.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import onnx_graphsurgeon as gs
 
-from ...errors import ODD_INPUT_ERRORS
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
-from .graph_ops import constant_array, held_constant, own_proto, remove_node, replace_uses
-
-
-def _known_condition(ctx, node, main: bool = True):
-    """The If's condition as a bool, when it is known (one element), else None: a constant, a
-    Constant node's value, or -- for a tensor of the main graph (``main``: node is in it; else
-    the tensor must be the main graph's by identity, not a body's of the same name) -- the
-    value inference knows."""
-    cond = node.inputs[0] if node.inputs and node.inputs[0].name else None
-    held = held_constant(cond) if cond is not None else None
-    arr = None
-    if held is not None:
-        try:
-            arr = constant_array(held)
-        except ODD_INPUT_ERRORS:  # unreadable (external data, never read): not known
-            arr = None
-    if arr is None and cond is not None:
-        if main or ctx.graph.tensors().get(cond.name) is cond:
-            fact = ctx.facts.fact(cond.name)
-            arr = None if fact is None else fact.value
-    if arr is None or arr.size != 1:
-        return None
-    e = arr.reshape(-1)[0]
-    if isinstance(e, (bool, np.bool_)) or isinstance(e, (int, np.integer)) and not isinstance(e, bool):
-        return bool(e)
-    return None
+from .graph_ops import claim_node_names, known_condition, own_proto, remove_node, replace_uses
 
 
 def _rename(t, name: str) -> None:
@@ -75,7 +53,7 @@ def _plan(ctx, node, scopes: list):
     """The Match for inlining If ``node`` of the graph scopes[-1], or why it is kept."""
     if not node.outputs or not node.inputs:
         return NO_MATCH
-    taken = _known_condition(ctx, node, main=len(scopes) == 1)
+    taken = known_condition(ctx, node, main=len(scopes) == 1)
     if taken is None:
         return NO_MATCH
     branch = node.attrs.get("then_branch" if taken else "else_branch")
@@ -130,6 +108,7 @@ def _inline(ctx, node, match, keep: set) -> str:
             graph.outputs = [target if t is out else t for t in graph.outputs]
         replace_uses(graph, out, target)
     remove_node(node)
+    claim_node_names(ctx, graph, moved)  # (node names are per graph: the branch's may be taken here)
     nodes = graph.nodes
     at = next(k for k, n in enumerate(nodes) if n is node)
     # (in place: the branch's nodes where the If was, in their order; the If stays behind them in
@@ -155,7 +134,7 @@ class InlineIfPass(RewritePass):
             body, scopes = stack.pop()
             scopes = scopes + [body]
             for n in list(body.nodes):
-                if ctx.op(n) == "If":
+                if ctx.op(n) == "If" and id(n) not in ctx.guarded:
                     found = _plan(ctx, n, scopes)
                     if found:
                         result.change(n, _inline(ctx, n, found, {t.name for t in body.outputs}))

@@ -16,9 +16,10 @@ from ...errors import ODD_INPUT_ERRORS
 from ...fold.folder import constant_array, constant_values, outer_variables
 from ...semantics import LOAD_SAFE_DIM, shape_loads
 
-__all__ = ["HeldAttribute", "bypass", "bypass_refusal", "can_bypass", "clear_inputs", "clear_outputs", "constant_array", "constant_input",
-           "constant_values", "held_constant", "huge_tensors", "own_proto", "pop_input", "remove_dead_nodes", "remove_node",
-           "replace_uses", "set_input", "shape_constant", "subgraph_names", "unloadable_constant"]
+__all__ = ["HeldAttribute", "branch_guard", "bypass", "bypass_refusal", "can_bypass", "claim_node_names", "clear_inputs",
+           "clear_outputs", "constant_array", "constant_input", "constant_values", "held_constant", "huge_tensors",
+           "known_condition", "node_name", "own_proto", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses",
+           "set_input", "shape_constant", "subgraph_names", "unloadable_constant"]
 
 
 # onnx-graphsurgeon keeps node.inputs and each tensor's .outputs (its readers) in step: taking a
@@ -249,6 +250,9 @@ def bypass_refusal(ctx, node, source) -> str:
     if (isinstance(source, gs.Constant) or len(source.inputs) != 1 or source.name in ctx.graph_outputs
             or any(t is source for t in ctx.graph.inputs)):
         return "its output is a graph output"
+    if ctx.guarded_tensors and id(source) in ctx.guarded_tensors:
+        # (renamed, it would take the output's declared type, which onnxruntime reads)
+        return "its output is a graph output, and an If's branch reads the tensor that would take its name"
     if not ctx.rename_outputs:
         ctx.renames_waiting = True
         return "its output is a graph output"
@@ -308,6 +312,159 @@ def own_proto(constant) -> None:
         copy = TensorProto()
         copy.CopyFrom(constant._values.tensor)
         constant._values.tensor = copy
+
+
+def known_condition(ctx, node, main: bool = True, main_ids=None):
+    """The If's condition as a bool, when it is known (one element), else None: a constant, a
+    Constant node's value, or -- for a tensor of the main graph (``main``: node is in it; else
+    the tensor must be the main graph's by identity, not a body's of the same name) -- the
+    value inference knows. ``main_ids``: the ids of the main graph's tensors, when the caller
+    has them (else they are looked up)."""
+    from onnx.checker import ValidationError
+
+    cond = node.inputs[0] if node.inputs and node.inputs[0].name else None
+    held = held_constant(cond) if cond is not None else None
+    arr = None
+    if held is not None:
+        try:
+            arr = constant_array(held)
+        except (ValidationError, ValueError, OSError):  # unreadable (external data): not known
+            arr = None
+    if arr is None and cond is not None:
+        if main or (id(cond) in main_ids if main_ids is not None else ctx.graph.tensors().get(cond.name) is cond):
+            fact = ctx.facts.fact(cond.name)
+            arr = None if fact is None else fact.value
+    if arr is None or arr.size != 1:
+        return None
+    e = arr.reshape(-1)[0]
+    if isinstance(e, (bool, np.bool_)) or isinstance(e, (int, np.integer)) and not isinstance(e, bool):
+        return bool(e)
+    return None
+
+
+def branch_guard(ctx) -> tuple:
+    """(ids of the nodes the passes leave as they are, ids of the tensors those make): every
+    tensor a branch that onnxruntime checks at load reads from the graphs around it, and every
+    tensor that is computed from.
+
+    onnxruntime infers both branches of every If when it loads a model -- the branch a run never
+    takes too -- from the types it knows of what they read, and refuses the model where a
+    branch contradicts them (a Split whose sizes do not sum to a dim it sees as 3). Its inference
+    knows a shape where the graph makes it plain (a constant Reshape shape, a constant) and no
+    value a node computes (the ``Shape`` of a static shape is no constant to it): a computed
+    shape is unknown to it. A rewrite of what the branch reads -- a Shape chain folded to a
+    constant, a computed Reshape shape made constant, a node bypassed that hid a shape -- can
+    make a fact plain that the branch contradicts, and a model that loaded would be refused:
+    the nodes that make those tensors stay (onnxruntime then knows of them what it knew).
+    Nothing else is held back.
+
+    Only what onnxruntime does not already see in full (``ctx.visible``, see
+    optimizer/load_view.py) is guarded, and the walk back stops at what it does: a rewrite
+    cannot show it more of such a tensor (a bypass hands the branch a tensor equal to it, which
+    onnxruntime cannot know more of than inference does), whatever happens further up.
+
+    The branches: both of an If whose condition is not known, the one never taken of an If
+    whose condition is (until inline-if replaces it by the other), in the main graph and in
+    every body -- with ``ctx.optimistic``, none of an If whose condition is computed from
+    constants alone (inlining a decided If upstream and folding may decide it: an If nested in
+    the branch an If takes, whose condition reads that If's outputs, as in AffineGrid's
+    function), and ``ctx.pending_ifs`` says whether one is left; for a call of a model-local
+    function holding an If (``ctx.if_functions``), onnxruntime inlines the call and checks the
+    If with the types of the call's inputs: those inputs. Computed from: the producers of each such tensor, through the graphs' boundaries (a
+    body's input is given by the inputs of the node whose body it is), what a producer's own
+    subgraphs read included. One walk of the bodies (of the main graph, the nodes that may hold
+    one or call a function) and one of those producers."""
+    holders = ctx.if_functions
+    reads: list = []
+    owners: dict = {}  # id(a body's input) -> the node whose body it is
+    main_ids = None
+    ctx.pending_ifs = False
+    stack = [(None, True)]  # (a graph -- None: the main graph, whose nodes of interest the index gives)
+    while stack:
+        g, main = stack.pop()
+        for n in ctx.graph_holders() if g is None else g.nodes:
+            if not n.outputs:
+                continue
+            op = ctx.op(n)
+            if not op and holders and (n.domain or "", n.op) in holders:
+                reads.extend(n.inputs)
+            bodies = [v for v in n.attrs.values() if isinstance(v, gs.Graph)] if n.attrs else ()
+            if not bodies:
+                continue
+            if op == "If":
+                if not main and main_ids is None:
+                    main_ids = {id(t) for t in ctx.graph.tensors().values()}
+                taken = known_condition(ctx, n, main, main_ids)
+                if taken is None and ctx.optimistic and n.inputs and id(n.inputs[0]) in ctx.constant_derived:
+                    ctx.pending_ifs = True  # (its condition may yet fold: then inline-if takes a branch)
+                else:
+                    reads.extend(outer_variables(n, None if taken is None else ("else_branch" if taken else "then_branch",)))
+            for body in bodies:
+                for t in body.inputs:
+                    owners[id(t)] = n
+                stack.append((body, False))
+    if not reads:
+        return frozenset(), frozenset()
+    if ctx.visible is None:
+        ctx.visible = ctx.find_visible() if ctx.find_visible is not None else frozenset()
+    visible = ctx.visible
+    nodes: set = set()
+    tensors: set = set()
+    while reads:
+        t = reads.pop()
+        if id(t) in tensors or isinstance(t, gs.Constant) or t.is_empty() or id(t) in visible:
+            continue
+        tensors.add(id(t))
+        for p in t.inputs:
+            if id(p) not in nodes:
+                nodes.add(id(p))
+                reads.extend(p.inputs)
+                if p.attrs and any(isinstance(v, gs.Graph) for v in p.attrs.values()):
+                    reads.extend(outer_variables(p))
+        owner = owners.get(id(t))
+        if owner is not None:
+            reads.extend(owner.inputs)
+    return frozenset(nodes), frozenset(tensors)
+
+
+def _node_names(ctx, graph) -> tuple:
+    """(the names of graph's nodes, base name -> the last suffix tried for it): one pair per
+    graph, built once per run and kept up to date by claim_node_names and node_name (a name a
+    removed node had stays taken)."""
+    cache = ctx.memo.setdefault("node-names", {})  # id(graph) -> (graph, names, suffixes)
+    got = cache.get(id(graph))
+    if got is None or got[0] is not graph:
+        got = cache[id(graph)] = (graph, {n.name for n in graph.nodes if n.name}, {})
+    return got[1], got[2]
+
+
+def _free_name(base: str, taken: set, suffixes: dict) -> str:
+    """``base``, or ``base_k`` for the first k not taken (k goes on from where it last stopped
+    for this base: many nodes named alike cost one step each); taken from then on."""
+    name, k = base, suffixes.get(base, 0)
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    suffixes[base] = k
+    taken.add(name)
+    return name
+
+
+def claim_node_names(ctx, graph, nodes) -> None:
+    """Nodes about to join ``graph`` (inlined from a branch): each whose name a node of graph has
+    already -- or one joining before it -- is renamed (``n1`` -> ``n1_1``). onnxruntime refuses a
+    graph with two nodes of one name; nodes of different graphs (the main graph and a branch)
+    may share one, and an empty name is no name."""
+    taken, suffixes = _node_names(ctx, graph)
+    for n in nodes:
+        if n.name:
+            n.name = _free_name(n.name, taken, suffixes)
+
+
+def node_name(ctx, graph, base: str) -> str:
+    """A name for a new node of ``graph`` that none of its nodes has (see claim_node_names)."""
+    taken, suffixes = _node_names(ctx, graph)
+    return _free_name(base, taken, suffixes)
 
 
 def subgraph_names(graph) -> set:

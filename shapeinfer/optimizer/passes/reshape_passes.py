@@ -27,7 +27,7 @@ import onnx_graphsurgeon as gs
 from ...errors import ODD_INPUT_ERRORS
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
 from .graph_ops import (bypass, bypass_refusal, clear_inputs, constant_array, constant_input, constant_values, dims_load_safely,
-                        reshape_data_loads, set_input, shape_constant)
+                        node_name, reshape_data_loads, set_input, shape_constant)
 from .specs import expand_spec, reshape_spec, same_shape
 
 RESHAPE_LIKE = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -310,7 +310,7 @@ class TileUniformPass(RewritePass):
         else:
             base = shape_in if shape_in is not None else shape_constant(ctx, f"{node.name or 'Tile'}_in_shape", list(ctx.shape(node.inputs[0])))
             target = gs.Variable(ctx.unique_name(f"{node.name or 'Tile'}_out_shape"), dtype=np.int64)
-            mul = gs.Node("Mul", name=ctx.unique_name(f"{node.name or 'Tile'}_out_shape_mul"),
+            mul = gs.Node("Mul", name=node_name(ctx, ctx.graph, f"{node.name or 'Tile'}_out_shape_mul"),
                           inputs=[base, reps], outputs=[target])
             # before node, which keeps the order topological (found by identity: list.index
             # compares nodes field by field, and an unnamed copy may look equal)
