@@ -17,7 +17,8 @@ from ...fold.folder import constant_array, constant_values, outer_variables
 from ...semantics import LOAD_SAFE_DIM, shape_loads
 
 __all__ = ["HeldAttribute", "branch_guard", "bypass", "bypass_refusal", "can_bypass", "claim_node_names", "clear_inputs",
-           "clear_outputs", "constant_array", "constant_input", "constant_values", "held_constant", "huge_tensors",
+           "clear_outputs", "constant_array", "constant_input", "constant_values", "EXPAND_ZERO", "expand_zero_hazard",
+           "held_constant", "huge_tensors",
            "known_condition", "node_name", "own_proto", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses",
            "set_input", "shape_constant", "subgraph_names", "unloadable_constant"]
 
@@ -175,6 +176,12 @@ def unloadable_constant(tensor, arr, ctx=None) -> str:
                 return (f"it holds a 0 that {reader.name or reader.op} ({reader.op}) divides by: onnxruntime "
                         "refuses a constant integer divisor with a 0 when it loads the model (even in a "
                         "branch that never runs)")
+            if reader.op == "Concat" and ctx is not None and _feeds_reshape_of_empty(ctx, reader):
+                return ("it holds a 0 that a Concat makes the shape of a Reshape of a tensor with a dim of 0 from: "
+                        "onnxruntime's ReshapeFusion (its default level) then writes -1 beside it, a shape its "
+                        "own inference refuses")
+    if ctx is not None and arr.dtype.kind in "iu" and arr.size and _reaches_zero_expand(ctx, tensor, arr):
+        return EXPAND_ZERO
     if ctx is not None:
         for reader in tensor.outputs:
             if (reader.domain or "") not in ("", "ai.onnx"):
@@ -197,6 +204,72 @@ def unloadable_constant(tensor, arr, ctx=None) -> str:
                 return (f"it holds a value past {LOAD_SAFE_DIM}, which {reader.name or reader.op} ({reader.op}) "
                         "would make a dim: onnxruntime may refuse to load the model")
     return ""
+
+
+# ops onnxruntime's constant folding computes once every input is a constant
+_FOLDED_BY_RUNTIME = frozenset({"Gather", "Slice", "Concat", "Unsqueeze", "Squeeze", "Reshape", "Cast", "Identity",
+                                "Add", "Sub", "Mul", "Div", "Max", "Min", "Abs", "Neg", "Where", "ReduceProd", "ReduceSum"})
+_ZERO_EXPAND_WALK = 32  # nodes followed from a folded constant toward an Expand's shape
+
+
+def _reaches_zero_expand(ctx, tensor, arr) -> bool:
+    """Whether making ``tensor`` the constant ``arr`` hands onnxruntime a constant Expand shape
+    holding a 0 over a dim that may not be 0 (expand_zero_hazard): ``tensor`` is that shape, or
+    flows into it through ops onnxruntime folds once their other inputs are constants (a Gather
+    of a folded Shape, a Concat of constants...), with the value inference knows there."""
+    if not tensor.outputs:
+        return False
+    seen, todo, steps = set(), [tensor], 0
+    while todo and steps < _ZERO_EXPAND_WALK:
+        t = todo.pop()
+        for reader in t.outputs:
+            steps += 1
+            if id(reader) in seen or (reader.domain or "") not in ("", "ai.onnx"):
+                continue
+            seen.add(id(reader))
+            if reader.op == "Expand" and len(reader.inputs) > 1 and reader.inputs[1] is t:
+                value = arr.reshape(-1).tolist() if t is tensor else _known_ints(ctx, t)
+                if value is not None and expand_zero_hazard(ctx.shape(reader.inputs[0]), value):
+                    return True
+            elif reader.op in _FOLDED_BY_RUNTIME and all(
+                    i is t or i.is_empty() or isinstance(i, gs.Constant) for i in reader.inputs):
+                todo.extend(o for o in reader.outputs if not o.is_empty())
+    return False
+
+
+def _known_ints(ctx, t) -> Optional[list]:
+    fact = ctx.facts.fact(t.name)
+    return None if fact is None else fact.int_elements()
+
+
+def _feeds_reshape_of_empty(ctx, concat) -> bool:
+    """Whether ``concat`` makes the shape of a Reshape whose data has a static dim of 0."""
+    for out in concat.outputs:
+        for r in out.outputs:
+            if r.op == "Reshape" and len(r.inputs) > 1 and r.inputs[1] is out and (r.domain or "") in ("", "ai.onnx"):
+                shape = ctx.shape(r.inputs[0])
+                if shape is not None and 0 in shape:
+                    return True
+    return False
+
+
+EXPAND_ZERO = ("it would be an Expand's constant shape holding a 0 over a dim that may not be 0: onnxruntime's "
+               "ExpandElimination (its default level) takes such an Expand for a no-op and drops it")
+
+
+def expand_zero_hazard(data_shape, target) -> bool:
+    """Whether an Expand of a tensor of ``data_shape`` to the constant ``target`` holds a 0 over
+    a dim not known to be 0. onnxruntime's ExpandElimination removes an Expand whose constant
+    target entries are each at most 1 or the input's dim -- a 0 included, which broadcasts a 1
+    (or any dim) to 0: the model it runs then computes over the unexpanded tensor."""
+    if 0 not in target:
+        return False
+    if data_shape is None:
+        return True
+    if len(target) > len(data_shape):
+        return False  # (a target longer than the input's rank adds dims: never taken for a no-op)
+    aligned = list(data_shape)[len(data_shape) - len(target):]
+    return any(t == 0 and d != 0 for t, d in zip(target, aligned))
 
 
 def shape_constant(ctx, base: str, values) -> gs.Constant:

@@ -26,8 +26,8 @@ import onnx_graphsurgeon as gs
 
 from ...errors import ODD_INPUT_ERRORS
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
-from .graph_ops import (bypass, bypass_refusal, clear_inputs, constant_array, constant_input, constant_values, dims_load_safely,
-                        node_name, reshape_data_loads, set_input, shape_constant)
+from .graph_ops import (EXPAND_ZERO, bypass, bypass_refusal, clear_inputs, constant_array, constant_input, constant_values,
+                        dims_load_safely, expand_zero_hazard, node_name, reshape_data_loads, set_input, shape_constant)
 from .specs import expand_spec, reshape_spec, same_shape
 
 RESHAPE_LIKE = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -113,6 +113,8 @@ class ConstantShapesPass(RewritePass):
             spec, why = None, "its input's static dims multiply past int64 (onnxruntime would refuse a constant shape)"
         if spec is None:
             return Decline(f"its computed shape is kept: {why}")
+        if ctx.op(node) == "Expand" and expand_zero_hazard(a, list(spec)):
+            return Decline(f"its computed shape is kept: {EXPAND_ZERO}")
         if not dims_load_safely(spec):
             return Decline("its computed shape is kept: an entry is too large to be a constant dim (see LOAD_SAFE_DIM)")
         return Match(spec=spec)
@@ -246,6 +248,8 @@ class TileToExpandPass(RewritePass):
         if bad:
             i, d = bad[0]
             return Decline(f"kept: axis {i} is repeated but has size {d}, not provably 1")
+        if expand_zero_hazard(a, [1 if r is None else r for r in entries]):
+            return Decline(f"kept: a repeat of 0 -- as Expand, {EXPAND_ZERO}")
         return Match(entries=entries, constant_repeats=reps is not None)
 
     def rewrite(self, ctx, node, match) -> str:
@@ -305,7 +309,7 @@ class TileUniformPass(RewritePass):
         dims = None
         if isinstance(reps, gs.Constant) and shape_in is None:
             dims = [int(d) * int(r) for d, r in zip(ctx.shape(node.inputs[0]), constant_array(reps).reshape(-1))]
-        if dims is not None and dims_load_safely(dims):
+        if dims is not None and dims_load_safely(dims) and not expand_zero_hazard([1] * len(dims), dims):
             target = shape_constant(ctx, f"{node.name or 'Tile'}_shape", dims)
         else:
             base = shape_in if shape_in is not None else shape_constant(ctx, f"{node.name or 'Tile'}_in_shape", list(ctx.shape(node.inputs[0])))
