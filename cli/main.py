@@ -197,22 +197,31 @@ def terminal_width():
     env = os.environ.get("COLUMNS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
-    try:
-        if sys.stdout.isatty():
+    if _on_terminal():
+        try:
             return os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError, AttributeError):
-        pass
+        except OSError:  # (a terminal of no size)
+            pass
     return None
+
+
+def _on_terminal() -> bool:
+    """Whether standard output is a terminal (a stream replaced by one without ``isatty``, or
+    closed, is not)."""
+    isatty = getattr(sys.stdout, "isatty", None)
+    if isatty is None:
+        return False
+    try:
+        return bool(isatty())
+    except ValueError:  # (a closed stream)
+        return False
 
 
 def use_color() -> bool:
     """Colour on a terminal only, and never with NO_COLOR set (https://no-color.org)."""
     if os.environ.get("NO_COLOR"):
         return False
-    try:
-        return sys.stdout.isatty()
-    except (ValueError, AttributeError):
-        return False
+    return _on_terminal()
 
 
 def _names(value):
@@ -510,10 +519,14 @@ class Progress:
 
 def main(argv=None) -> int:
     """Entry point: run the CLI, turning every error into one line and an exit code."""
-    from shapeinfer.errors import ExternalDataError, InputShapeError, ModelLoadError, ShapeInferenceError
+    from shapeinfer.errors import (ExternalDataError, InputShapeError, ModelLoadError, ShapeInferenceError,
+                                   UnsupportedModelError, UsageError, raise_mode)
     from shapeinfer.modelio.writer import OutputError
 
     args = sys.argv[1:] if argv is None else list(argv)
+    # --debug (any command): an internal error shows its traceback instead of one line
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
     if not args:  # bare `shapeinfer`: the usage, which is no error
         with click.Context(cli, info_name="shapeinfer") as ctx:
             click.echo(cli.get_help(ctx))
@@ -543,14 +556,16 @@ def main(argv=None) -> int:
     except ModelLoadError as e:
         _error(str(e))
         return EXIT_USAGE
-    except ValueError as e:  # e.g. an unknown pass name given through the API path
+    except (UsageError, UnsupportedModelError) as e:  # an unknown pass name; a model optimize declines
         _error(str(e))
         return EXIT_USAGE
     except OSError as e:
         _error(f"{e.filename or ''}: {e.strerror or e}")
         return EXIT_USAGE
-    except Exception as e:  # an internal error still gets one line, not a traceback
-        _error(f"internal error ({type(e).__name__}: {e}); please report it")
+    except Exception as e:  # the boundary: an internal error still gets one line, not a traceback
+        if raise_mode() or debug:
+            raise
+        _error(f"internal error ({type(e).__name__}: {e}); please report it (--debug shows where)")
         return EXIT_INTERNAL
     return 0
 

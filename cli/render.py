@@ -387,7 +387,7 @@ def formula(d, max_args=None, rank=None) -> str:
 def render_cost(report, width=None, top: int = 10) -> str:
     """The cost report: a table by op type, the top nodes, and the formulas (or the numbers,
     when every symbol is bound)."""
-    from shapeinfer.symbolic import evaluate, free_symbols
+    from shapeinfer.symbolic import EvaluationError, evaluate, free_symbols
 
     bound = bool(report.binding) and all(isinstance(n.macs, int) or n.macs is None for n in report.nodes)
     rank_at = dict(report.binding) or {s: 128 for s in report.symbols}
@@ -398,7 +398,7 @@ def render_cost(report, width=None, top: int = 10) -> str:
             return 0.0
         try:
             return float(evaluate(d, {s: rank_at.get(s, 128) for s in free_symbols(d)} if not isinstance(d, int) else {}))
-        except Exception:  # noqa: BLE001 - an expression with no value there ranks last
+        except (EvaluationError, ArithmeticError):  # an expression with no value there ranks last
             return 0.0
 
     def shown(d) -> str:

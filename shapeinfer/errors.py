@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class ShapeInferenceError(ValueError):
     """The model is invalid: a node's inputs break the rule of its op.
@@ -20,6 +22,11 @@ class ShapeInferenceError(ValueError):
         super().__init__(f"{where}{shapes}: {message}")
 
 
+class UsageError(ValueError):
+    """An argument the caller gave that is not one shapeinfer takes (an unknown pass name, an
+    unknown dim-name style): the CLI says so, exit 2."""
+
+
 class UnsupportedModelError(ValueError):
     """A valid model that optimize cannot rewrite without changing what it computes (a body
     initializer shadowing an outer name, which its graph library resolves to the outer tensor).
@@ -36,13 +43,6 @@ class ExternalDataError(ModelLoadError):
 
     invalid_model = True
     code = "external-data"
-
-
-# What library code raises when it meets input it cannot handle (a tensor numpy cannot convert,
-# an attribute of an odd type, arithmetic on an odd value). Code that tolerates odd input
-# catches exactly these: anything else -- an exception a signal handler raises, a
-# KeyboardInterrupt, MemoryError -- is not about the input and must propagate.
-ODD_INPUT_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, NotImplementedError)
 
 
 class InputShapeError(ValueError):
@@ -64,3 +64,38 @@ class InputShapeContradiction(InputShapeError, ShapeInferenceError):
 class BindError(InputShapeError):
     """Sizes given for symbols (``cost(bind=)``, ``--bind``) that name no input symbol or are not
     sizes."""
+
+
+# -- failures made explicit -------------------------------------------------------------------
+
+RAISE_ENV = "SHAPEINFER_RAISE"
+
+
+def raise_mode() -> bool:
+    """Whether the two boundary handlers -- the CLI's exit 3 and check's per-model
+    ``internal-error`` finding -- re-raise instead of reporting (``SHAPEINFER_RAISE=1``): a bug
+    anywhere then fails the test that met it. The default test run sets it (tests/conftest.py)."""
+    return os.environ.get(RAISE_ENV, "") not in ("", "0")
+
+
+class CannotDecide(Exception):
+    """A rule or a kernel that does not decide for these inputs, on purpose, for one of a small
+    closed set of reasons (REASONS): the caller goes on without (onnx's inference for a rule, the
+    node kept for a kernel) and can say why. Anything else a rule raises is a bug."""
+
+    REASONS = {
+        "external-data": "its data is stored as external data (not loaded)",
+        "element-type": "an element type NumPy cannot hold",
+        "attribute-form": "an attribute in a form this rule does not read",
+        "too-large": "past a size bound",
+        "not-a-tensor": "a value that is not a tensor (a sequence, a map, an optional)",
+        "sparse": "a sparse tensor, which is not read as a dense one",
+    }
+
+    def __init__(self, reason: str, detail: str = ""):
+        if reason not in self.REASONS:
+            raise ValueError(f"no such reason: {reason!r}")
+        self.reason = reason
+        self.detail = detail
+        super().__init__(f"{self.REASONS[reason]}{': ' + detail if detail else ''}")
+

@@ -324,7 +324,7 @@ def test_broken_copies_of_corpus_models_fail_at_the_right_node(file, axis, size,
     assert found and fragment in found[0].message, [f.line() for f in report.errors]
 
 
-def test_a_bug_on_one_model_fails_that_model_and_the_run_goes_on(monkeypatch, tmp_path):
+def test_a_bug_on_one_model_fails_that_model_and_the_run_goes_on(monkeypatch, tmp_path, no_raise_mode):
     import shapeinfer.checker.run as checker
 
     def boom(*a, **k):
@@ -337,6 +337,18 @@ def test_a_bug_on_one_model_fails_that_model_and_the_run_goes_on(monkeypatch, tm
     assert reports[0].findings[0].code == "internal-error" and "boom" in reports[0].findings[0].message
     with pytest.raises(TypeError):
         check(42)
+
+
+def test_in_raise_mode_a_bug_in_check_is_raised(monkeypatch):
+    import shapeinfer.checker.run as checker
+
+    def boom(*a, **k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(checker, "declared_shapes", boom)
+    monkeypatch.setenv("SHAPEINFER_RAISE", "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        checker.check(os.path.join(FIXTURES, "tiny_bert.onnx"))
 
 
 def test_text_report_ends_with_one_summary_line_per_model():

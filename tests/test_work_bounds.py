@@ -16,6 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import shapeinfer
+from shapeinfer.errors import CannotDecide
 from shapeinfer.infer import registry
 
 engine_module = importlib.import_module("shapeinfer.infer.engine")  # shapeinfer.infer is also a function
@@ -158,8 +159,9 @@ class _Interrupt(Exception):
 
 
 def test_an_exception_that_is_not_an_inference_failure_propagates(monkeypatch):
-    """Rules that fail on odd input fall back to onnx's inference; anything else (here: what a
-    signal handler raised while a rule ran) must reach the caller, not be swallowed."""
+    """A rule that does not decide on purpose (CannotDecide) falls back to onnx's inference;
+    anything else -- what a signal handler raised while a rule ran, or a bug of the rule (an
+    IndexError) -- reaches the caller, not swallowed as an unknown dim."""
     def interrupted(ctx):
         raise _Interrupt()
 
@@ -172,12 +174,20 @@ def test_an_exception_that_is_not_an_inference_failure_propagates(monkeypatch):
     """)
     with pytest.raises(_Interrupt):
         shapeinfer.infer(model)
-    # a rule that fails on odd input is still a fallback, not a crash
     monkeypatch.setattr(engine_module, "lookup",
                         lambda d, op, v: (lambda ctx: [][1]) if op == "Concat" else original(d, op, v))
+    with pytest.raises(IndexError):
+        shapeinfer.infer(model)
+
+    def undecided(ctx):
+        raise CannotDecide("attribute-form", "a test")
+
+    monkeypatch.setattr(engine_module, "lookup",
+                        lambda d, op, v: undecided if op == "Concat" else original(d, op, v))
     result = shapeinfer.infer(model)
     assert len(result.shape("y")) == 1  # onnx's inference: the rank, a fresh dim
-    assert any("rule failed (IndexError" in d.message for d in result.diagnostics)
+    assert any("unknown because an attribute in a form this rule does not read: a test" in d.message
+               for d in result.diagnostics)
 
 
 def test_a_scan_over_an_empty_tensor_of_2_63_rows_is_not_run():

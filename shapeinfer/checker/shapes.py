@@ -3,6 +3,7 @@ tensors too large to count, the forced broadcasts and the dims no rule could exp
 
 from __future__ import annotations
 
+from ..errors import ModelLoadError
 from ..graph.structure import node_label
 from ..infer.facts import shape_str
 from ..infer.protos import declared_size
@@ -38,7 +39,7 @@ def declared_shapes(result, report: CheckReport, engine=None) -> None:
                 # a declared expression over the input symbols is a claim: check it
                 try:
                     theirs = engine.symbols.claim(d.dim_param)
-                except Exception:
+                except ModelLoadError:  # (a name that is not valid UTF-8: no claim to compare)
                     continue
                 free = free_symbols(theirs)
                 if not free or not free <= inputs or str(theirs) == str(ours):

@@ -39,6 +39,7 @@ import re
 import numpy as np
 from onnx import TensorProto, helper
 
+from ..modelio.tensors import np_dtype
 from ..semantics import INT_RANGES
 from .dtypes import BF16, BOOL, F16, F32, F64, FLOAT4, FLOAT8, IEEE_FLOATS, INT4, INTS, UINT4, name
 from .kernels import Inexact, NotFoldable, kernel
@@ -62,9 +63,8 @@ def _range(dt) -> tuple:
 
 
 def target_dtype(to: int):
-    try:
-        dt = np.dtype(helper.tensor_dtype_to_np_dtype(to))
-    except Exception:
+    dt = np_dtype(to)
+    if dt is None:
         raise NotFoldable(f"Cast to {TensorProto.DataType.Name(to) if to in TensorProto.DataType.values() else to} "
                           "is not folded") from None
     return dt

@@ -30,7 +30,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import arith, casts  # noqa: F401  (their kernels register in KERNELS)
-from ..errors import ODD_INPUT_ERRORS
+from ..errors import CannotDecide
+from ..modelio.tensors import onnx_type, read_tensor
 from ..modelio.external import external_tensors
 from .kernels import KERNELS, MOVEMENT_OPS, FoldError, Inexact, NotFoldable
 from .precise import PRECISE, upcast_inputs
@@ -69,22 +70,16 @@ def not_exact_reason(op: str, domain: str) -> str:
 DEFAULT_BUDGET_BYTES = 16 * 1024
 
 
-class UnloadedConstant(ValueError):
-    """A constant whose values are stored as external data, which folding never reads."""
-
-
 def constant_array(tensor) -> np.ndarray:
-    """The exact values of a onnx-graphsurgeon Constant. Raises UnloadedConstant (a ValueError,
-    one of ODD_INPUT_ERRORS) for one stored as external data -- onnx's reader would look for
-    its file in the working directory -- and ODD_INPUT_ERRORS for one numpy cannot hold."""
-    from onnx import TensorProto
+    """The exact values of a onnx-graphsurgeon Constant. Raises CannotDecide: "external-data" for
+    one stored as external data -- never read here: onnx's reader would look for its file in
+    the working directory --, "element-type" for one that is not what it says or that NumPy
+    cannot hold (modelio.tensors.read_tensor)."""
     from onnx_graphsurgeon.ir.tensor import LazyValues
 
     values = tensor._values
     if isinstance(values, LazyValues):
-        if values.tensor.data_location == TensorProto.EXTERNAL:
-            raise UnloadedConstant(f"{tensor.name!r} is stored as external data (not loaded)")
-        return numpy_helper.to_array(values.tensor)
+        return read_tensor(values.tensor)
     return np.asarray(values)
 
 
@@ -121,10 +116,8 @@ def _attrs(node) -> dict:
         if isinstance(v, gs.Constant):
             try:
                 v = constant_array(v)
-            except UnloadedConstant:
-                raise NotFoldable(f"its attribute {k!r} is stored as external data (not loaded)") from None
-            except ODD_INPUT_ERRORS:
-                pass
+            except CannotDecide as e:
+                raise NotFoldable(f"its attribute {k!r}: {e}") from None
         out[k] = v
     return out
 
@@ -164,14 +157,14 @@ def _outer_reads(gs, graph, enclosing: frozenset, found: dict) -> None:
 def _schema(op: str, version: int):
     try:
         return onnx.defs.get_schema(op, version, "")
-    except Exception:
+    except onnx.defs.SchemaError:  # (no such op, or not at that version)
         return None
 
 
-def _type_str(arr: np.ndarray) -> str:
-    if arr.dtype == object:
-        return "tensor(string)"
-    return f"tensor({onnx.TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(arr.dtype)).lower()})"
+def _type_str(arr: np.ndarray) -> Optional[str]:
+    """The schema's name of arr's element type (``tensor(float)``), or None for one onnx has none for."""
+    t = onnx_type(arr.dtype)
+    return None if t is None else f"tensor({onnx.TensorProto.DataType.Name(t).lower()})"
 
 
 def type_error(op: str, inputs: list, version: int) -> str:
@@ -190,9 +183,8 @@ def type_error(op: str, inputs: list, version: int) -> str:
         if i >= len(formal) and formal[-1].option != onnx.defs.OpSchema.FormalParameterOption.Variadic:
             return ""  # too many inputs: the kernel says so
         param = formal[min(i, len(formal) - 1)]
-        try:
-            t = _type_str(arr)
-        except Exception:
+        t = _type_str(arr)
+        if t is None:
             return f"{op} input {param.name} has an element type onnx does not know"
         ts = param.type_str
         if t not in allowed.get(ts, {ts}):
@@ -214,7 +206,7 @@ def exact_value(op: str, attrs: dict, inputs: list, version: int) -> Optional[li
     try:
         with np.errstate(all="ignore"):
             return fn(attrs, inputs, version)
-    except (FoldError, NotFoldable, *ODD_INPUT_ERRORS):
+    except (FoldError, NotFoldable):  # (anything else a kernel raises is a bug)
         return None
 
 
@@ -241,7 +233,7 @@ def _since(op: str, version: int) -> Optional[int]:
     """The version of op's definition in force at opset ``version`` (None: onnx knows none)."""
     try:
         return onnx.defs.get_schema(op, version).since_version
-    except Exception:  # noqa: BLE001 - onnx's SchemaError: no such op or version
+    except onnx.defs.SchemaError:  # (no such op or version)
         return None
 
 
@@ -280,11 +272,6 @@ def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,
         except Inexact:
             if not fold_float_math:
                 raise
-        except (FoldError, NotFoldable):
-            raise
-        except Exception as e:  # an attribute form the kernel does not read
-            if not fold_float_math:
-                raise NotFoldable(f"{node.op} in this form is not folded ({type(e).__name__}: {str(e)[:100]})") from None
     elif not fold_float_math:
         raise Inexact(not_exact_reason(node.op, node.domain))
     if default_domain:  # float math with a stated bound (precise.py)
@@ -302,22 +289,30 @@ def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,
     return _fold_with_reference(node, inputs, opsets, ir_version)
 
 
-def _fold_with_reference(node, inputs: list, opsets: dict, ir_version: int) -> Optional[list]:
+def reference_run(model, feeds: dict) -> Optional[list]:
+    """onnx.reference's outputs of ``model``, or None where it cannot compute them. A boundary:
+    the evaluator is another library running the model, and what it raises on a model it does
+    not take (any exception type: its kernels are NumPy code) says nothing of shapeinfer's code,
+    which runs none here."""
     from onnx.reference import ReferenceEvaluator
-    from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
     try:
-        proto = OnnxExporter.export_node(node)
-    except Exception:
+        return ReferenceEvaluator(model).run(None, feeds)
+    except Exception:  # noqa: BLE001 - the reference evaluator's failure (see above)
         return None
+
+
+def _fold_with_reference(node, inputs: list, opsets: dict, ir_version: int) -> Optional[list]:
+    from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
+
+    proto = OnnxExporter.export_node(node)
     feeds = {}
     graph_inputs = []
     for t, arr in zip(node.inputs, inputs):
         if t.is_empty() or arr is None or t.name in feeds:
             continue
-        try:
-            elem = helper.np_dtype_to_tensor_dtype(arr.dtype) if arr.dtype != object else onnx.TensorProto.STRING
-        except Exception:
+        elem = onnx_type(arr.dtype)
+        if elem is None:
             return None
         graph_inputs.append(helper.make_tensor_value_info(t.name, elem, list(arr.shape)))
         feeds[t.name] = arr
@@ -330,9 +325,8 @@ def _fold_with_reference(node, inputs: list, opsets: dict, ir_version: int) -> O
     )
     if next(external_tensors(model), None) is not None:  # (onnx.reference would read it relative to the
         raise NotFoldable("it holds a tensor stored as external data (not loaded)")  # working directory)
-    try:
-        results = ReferenceEvaluator(model).run(None, feeds)
-    except Exception:
+    results = reference_run(model, feeds)
+    if results is None:
         return None
     out = []
     for r in results:

@@ -45,6 +45,20 @@ class Inexact(NotFoldable):
         super().__init__(f"{message} (--fold-float-math)")
 
 
+MAX_KERNEL_BYTES = 1 << 30  # an output past this is not computed (the budget keeps far less anyway)
+
+
+def _within_memory(shape, itemsize: int) -> None:
+    """NotFoldable for an output of ``shape`` that would hold more than MAX_KERNEL_BYTES, or
+    whose nonzero dims multiply past that (NumPy cannot even describe [2**62, 0]): the caller's
+    budget would refuse the first after computing it, and NumPy the second."""
+    n = 1
+    for d in shape:
+        n *= max(int(d), 1)
+    if n * max(itemsize, 1) > MAX_KERNEL_BYTES:
+        raise NotFoldable(f"the output's dims {list(shape)} are past what is computed here")
+
+
 def kernel(*ops):
     def register(fn):
         for op in ops:
@@ -126,6 +140,7 @@ def expand(attrs, inputs, version):
         target = np.broadcast_shapes(x.shape, tuple(shape))
     except ValueError:
         raise FoldError(f"shapes {list(x.shape)} and {shape} do not broadcast") from None
+    _within_memory(target, x.dtype.itemsize)
     return [np.array(np.broadcast_to(x, target))]
 
 
@@ -146,6 +161,7 @@ def tile(attrs, inputs, version):
     if not x.ndim:
         return [x.copy()]
     out = [d * r for d, r in zip(x.shape, reps)]
+    _within_memory(out, x.dtype.itemsize)
     if 0 in out:  # np.tile would build the copies of the non-empty axes first (2**40 of them, say)
         return [np.empty(out, dtype=x.dtype)]
     return [np.tile(x, reps)]
@@ -276,6 +292,7 @@ def constant_of_shape(attrs, inputs, version):
     shape = _ints(inputs[0])
     if any(d < 0 for d in shape):
         raise FoldError(f"negative dim in shape {shape}")
+    _within_memory(shape, value.dtype.itemsize)
     # every element a copy of the value's bits (np.full would convert through Python scalars)
     return [np.broadcast_to(value.reshape(()), shape).copy()]
 
@@ -404,6 +421,7 @@ def pad(attrs, inputs, version):
     if mode == "constant":
         value = _pad_value(x, given)
         shape = [d + b + e for d, b, e in zip(x.shape, begin, end)]
+        _within_memory(shape, x.dtype.itemsize)
         out = np.broadcast_to(value, shape).copy()
         out[tuple(slice(b, b + d) for b, d in zip(begin, x.shape))] = x
         return [out]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 from onnx import ModelProto, TypeProto
 
 from ..modelio.wire import graph_patch, tensor_value_info, type_bytes
@@ -253,10 +254,10 @@ def _declarations_kept(graph, result: InferenceResult, functions=()) -> set:
                 if value is not None and value.size == 1:
                     if main:
                         out.update(o for o in n.output if o)
-                    try:
-                        never = ("else_branch" if bool(value.reshape(-1)[0]) else "then_branch",)
-                    except (TypeError, ValueError):  # (an element that is not a plain number: both)
-                        never = None
+                    e = value.reshape(-1)[0]
+                    # (an element that is not a plain number -- a dim, unknown --: both branches)
+                    never = ("else_branch" if bool(e) else "then_branch",) if isinstance(
+                        e, (bool, int, float, np.bool_, np.number)) else None
                     reads.extend(implicit_inputs(n, never))
             for body in subgraphs_of(n):
                 for vi in body.input:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
+import onnx
 from onnx import AttributeProto, TensorProto, helper
 
 from ..errors import ShapeInferenceError
@@ -22,6 +24,23 @@ _READERS = {
     AttributeProto.TENSOR: lambda a: a.t,
     AttributeProto.GRAPH: lambda a: a.g,
 }
+
+
+@functools.lru_cache(maxsize=4096)
+def attribute_types(domain: str, op: str, version) -> dict:
+    """{attribute name: its AttributeProto type} in onnx's schema of the op at that opset
+    version ({} where onnx has no schema: another domain's op, a model-local function)."""
+    if version is None or domain not in ("", "ai.onnx", "ai.onnx.ml") or type(op) is not str:
+        return {}  # (an op type that is not valid UTF-8 reaches here as bytes: no schema has it)
+    try:
+        schema = onnx.defs.get_schema(op, version, "" if domain == "ai.onnx" else domain)
+    except onnx.defs.SchemaError:
+        return {}
+    return {name: int(a.type) for name, a in schema.attributes.items()}
+
+
+def _type_name(t: int) -> str:
+    return AttributeProto.AttributeType.Name(t) if t in AttributeProto.AttributeType.values() else f"type {t}"
 
 
 class NodeContext:
@@ -77,9 +96,15 @@ class NodeContext:
         return self._attrs
 
     def attr(self, name: str, default=None):
+        """The attribute's value, or ``default`` when the node has none. An attribute whose type
+        is not the one the op's schema gives it (a FLOAT ``axis``, an attribute of no type) is
+        an invalid node -- onnxruntime refuses it at load -- never a value a rule computes with."""
         a = self.attributes().get(name, _MISSING)
         if a is _MISSING:
             return default
+        want = attribute_types(self.node.domain, self.op_type, self.version).get(name)
+        if want is not None and a.type != want:
+            raise self.error(f"attribute {name!r} is {_type_name(a.type)}; {self.op_type} takes {_type_name(want)}")
         reader = _READERS.get(a.type)
         return reader(a) if reader is not None else helper.get_attribute_value(a)
 

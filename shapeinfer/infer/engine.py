@@ -20,7 +20,7 @@ from typing import Optional
 
 from onnx import AttributeProto, TensorProto
 
-from ..errors import ODD_INPUT_ERRORS, ModelLoadError, ShapeInferenceError
+from ..errors import CannotDecide, ModelLoadError, ShapeInferenceError
 from ..symbolic import (Bcast, ExpressionTooLarge, Max, Min, add, atom_dim, atoms, bounds, fits, free_symbols, mul, provably_nonneg,
                         provably_positive, replace_atom, substitute, sym, term_atoms, truediv)
 from . import ops  # noqa: F401  (registers the rules)
@@ -94,10 +94,8 @@ def _known_opsets() -> dict:
 
     got = getattr(_known_opsets, "cache", None)
     if got is None:
-        try:
-            got = {normalize_domain(d): hi for d, (_, hi) in onnx.defs.C.schema_version_map().items()}
-        except Exception:  # an onnx without that map: the default domain only
-            got = {}
+        version_map = getattr(onnx.defs.C, "schema_version_map", None)  # (an onnx without it: the default domain only)
+        got = {} if version_map is None else {normalize_domain(d): hi for d, (_, hi) in version_map().items()}
         got.setdefault("", onnx.defs.onnx_opset_version())
         _known_opsets.cache = got
     return got
@@ -531,6 +529,9 @@ class Engine:
         memo skip looking). ``memo_key``: the node's memo key when run_nodes has computed it
         (and found no hit)."""
         op, raw_domain = node.op_type, node.domain
+        if op.__class__ is not str or raw_domain.__class__ is not str:  # (protobuf's bytes for invalid UTF-8)
+            raise ModelLoadError(f"node {node_label(node)!r}: its op type or domain is not valid UTF-8 "
+                                 f"({op!r}, {raw_domain!r}); the file is corrupt")
         if self.functions:
             function = self.functions.get(function_key(raw_domain, op, getattr(node, "overload", "")))
             if function is not None:
@@ -575,8 +576,8 @@ class Engine:
                 self.warn(node, f"{e}: its dims are left to onnx inference (fresh symbols where it has none)",
                           kind="budget")
                 got = None
-            except ODD_INPUT_ERRORS as e:  # a rule that cannot handle odd input must not crash the walk
-                self.warn(node, f"rule failed ({type(e).__name__}: {e}); used onnx inference")
+            except CannotDecide as e:  # (on purpose: anything else a rule raises is a bug)
+                self.warn(node, f"unknown because {e}; used onnx inference")
                 got = None
             if got is not None:
                 if len(got) == n_out and all(o is not None for o in got):

@@ -22,7 +22,7 @@ _TOKEN = "__si{}"
 # surface as a Python ValueError/TypeError or a RuntimeError from the binding). Anything else,
 # such as an exception a signal handler raises, is not an inference failure and propagates.
 ONNX_FAILURES = (shape_inference.InferenceError, checker.ValidationError, defs.SchemaError, ValueError,
-                 TypeError, KeyError, IndexError, RuntimeError)
+                 KeyError, IndexError, RuntimeError)
 
 
 def _tokenized_type(fact: Fact, tokens: dict) -> TypeProto:
@@ -102,8 +102,9 @@ def _drop_unproven_dims(result: dict, schema, node, attr_scope, input_types: dic
                 if dp.HasField("dim_param") and dp.dim_param in tokens:
                     dp.dim_value = _PROBE_SIZE
         probe[name] = c
+    resolved = _resolved_node(node, attr_scope)
     try:
-        again = shape_inference.infer_node_outputs(schema, _resolved_node(node, attr_scope), probe, input_data,
+        again = shape_inference.infer_node_outputs(schema, resolved, probe, input_data,
                                                    opset_imports=opset_imports, ir_version=engine.ir_version)
     except ONNX_FAILURES:
         return
@@ -155,10 +156,11 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope, have_r
         if tensor is not None:
             input_data[name] = tensor
     opset_imports = [OperatorSetIdProto(domain=d, version=v) for d, v in opsets.items()]
+    resolved = _resolved_node(node, attr_scope)
     try:
         result = shape_inference.infer_node_outputs(
             schema,
-            _resolved_node(node, attr_scope),
+            resolved,
             input_types,
             input_data,
             opset_imports=opset_imports,

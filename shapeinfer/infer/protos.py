@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import numpy as np
-from onnx import AttributeProto, TensorProto, TypeProto, helper, numpy_helper
+from onnx import AttributeProto, TensorProto, TypeProto, numpy_helper
 
-from ..errors import ODD_INPUT_ERRORS
+from ..errors import CannotDecide
+from ..modelio.tensors import np_dtype, onnx_type, read_tensor
 from ..symbolic import Dim, to_str
 from ..modelio.external import read_small_tensor
 from .facts import INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, value_from_numpy
@@ -148,17 +149,18 @@ def tensor_from_value(fact: Fact, name: str) -> Optional[TensorProto]:
         flat = v.reshape(-1).tolist()
         if any(e is UNKNOWN or not isinstance(e, (int, bool)) for e in flat):
             return None
-        np_dtype = helper.tensor_dtype_to_np_dtype(fact.dtype)
+        dt = np_dtype(fact.dtype)
+        if dt is None:
+            return None
         try:
-            arr = np.array(flat, dtype=np_dtype).reshape(v.shape)
+            arr = np.array(flat, dtype=dt).reshape(v.shape)
         except (OverflowError, ValueError):
             return None
     else:
         arr = v
-    try:
-        return numpy_helper.from_array(arr, name)
-    except ODD_INPUT_ERRORS:  # an odd dtype numpy_helper cannot write: just do not pass the value
-        return None
+    if arr.dtype != object and onnx_type(arr.dtype) is None:
+        return None  # an odd dtype numpy_helper cannot write: just do not pass the value
+    return numpy_helper.from_array(arr, name)
 
 
 def value_from_tensor(tensor: TensorProto, base_dir: Optional[str] = None) -> Optional[np.ndarray]:
@@ -178,8 +180,8 @@ def value_from_tensor(tensor: TensorProto, base_dir: Optional[str] = None) -> Op
         if tensor.data_type not in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16):
             return None
     try:
-        arr = numpy_helper.to_array(tensor)
-    except ODD_INPUT_ERRORS:
+        arr = read_tensor(tensor)
+    except CannotDecide:  # (not what it says: the structure check reports it)
         return None
     return value_from_numpy(arr, tensor.data_type)
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 from onnx import ModelProto
 
-from ..errors import InputShapeContradiction, ShapeInferenceError
+from ..errors import InputShapeContradiction, ShapeInferenceError, UsageError
 from ..modelio.load import as_model
 from .annotate import annotate_loadable
 from .dim_names import identifier_dim_names
@@ -85,4 +85,4 @@ DIM_NAME_STYLES = ("expressions", "identifiers")
 
 def check_dim_names(dim_names) -> None:
     if dim_names not in DIM_NAME_STYLES:
-        raise ValueError(f"dim_names must be one of {', '.join(DIM_NAME_STYLES)}; got {dim_names!r}")
+        raise UsageError(f"dim_names must be one of {', '.join(DIM_NAME_STYLES)}; got {dim_names!r}")

@@ -21,8 +21,8 @@ from typing import Iterator, Optional
 import numpy as np
 from onnx import TensorProto, helper
 
-from ..errors import ODD_INPUT_ERRORS, ExternalDataError
-from .tensors import StoredTensor, stored_tensors
+from ..errors import ExternalDataError
+from .tensors import StoredTensor, np_dtype, stored_tensors
 
 
 def external_info(tensor: TensorProto) -> dict:
@@ -99,10 +99,8 @@ def tensor_nbytes(t: TensorProto) -> Optional[int]:
     n = tensor_elements(t)
     if t.data_type in (TensorProto.INT4, TensorProto.UINT4) or t.data_type == getattr(TensorProto, "FLOAT4E2M1", -1):
         return (n + 1) // 2
-    try:
-        return n * np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
-    except ODD_INPUT_ERRORS:  # (a type number onnx does not know)
-        return None
+    dt = np_dtype(t.data_type)
+    return None if dt is None else n * dt.itemsize  # (None: a type number onnx does not know)
 
 
 def external_range(t: TensorProto, path: str) -> tuple:
@@ -154,10 +152,10 @@ def check_external_data(model, base_dir: Optional[str]) -> None:
         what = f"{place.describe()}: external data location {location!r}"
         if _escapes(location):
             raise ExternalDataError(f"{what} is not a relative path inside the model's folder; refused")
-        try:
+        try:  # (the entries are strings: int() of one that is no number)
             offset = int(info.get("offset", 0) or 0)
             length = int(info["length"]) if info.get("length") else None
-        except (TypeError, ValueError):
+        except ValueError:
             raise ExternalDataError(f"{what}: offset/length are not integers") from None
         if offset < 0 or (length is not None and length < 0):
             raise ExternalDataError(f"{what}: negative offset or length")

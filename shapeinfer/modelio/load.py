@@ -9,7 +9,7 @@ from typing import Optional
 from google.protobuf.message import DecodeError
 from onnx import ModelProto
 
-from ..errors import ODD_INPUT_ERRORS, ModelLoadError
+from ..errors import ModelLoadError
 from .external import check_external_data, load_external_data as read_external_data
 
 MAX_PROTO_BYTES = 2**31  # protobuf cannot parse a message this large
@@ -37,7 +37,7 @@ def load_model(path: str | os.PathLike, load_external_data: bool = False) -> Mod
     model = ModelProto()
     try:
         model.ParseFromString(data)
-    except (DecodeError, *ODD_INPUT_ERRORS):
+    except DecodeError:
         raise ModelLoadError(f"{p}: not an ONNX model (the file does not parse as a ModelProto)") from None
     if not model.HasField("graph") or (not model.opset_import and not model.graph.node):
         raise ModelLoadError(f"{p}: not an ONNX model (no graph in it)")
@@ -77,7 +77,7 @@ def as_model(model) -> ModelProto:
         m = ModelProto()
         try:
             m.ParseFromString(model)
-        except (DecodeError, *ODD_INPUT_ERRORS):
+        except DecodeError:
             raise ModelLoadError("the bytes given do not parse as an ONNX model") from None
         return m
     raise TypeError(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")

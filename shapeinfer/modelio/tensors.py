@@ -18,7 +18,7 @@ from typing import Iterator, NamedTuple, Optional
 import numpy as np
 from onnx import AttributeProto, ModelProto, NodeProto, SparseTensorProto, TensorProto, helper
 
-from ..errors import ODD_INPUT_ERRORS
+from ..errors import CannotDecide
 from .text import as_text
 
 TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
@@ -70,15 +70,50 @@ _KNOWN_TYPES = frozenset(TensorProto.DataType.values())
 _ITEMSIZES: dict = {}
 
 
+def np_dtype(data_type: int) -> Optional[np.dtype]:
+    """The NumPy dtype of an ONNX element type, or None for one onnx maps to none."""
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(data_type))
+    except KeyError:
+        return None
+
+
+def onnx_type(dtype: np.dtype) -> Optional[int]:
+    """The ONNX element type of a NumPy dtype (object: STRING), or None for one onnx maps to none."""
+    if dtype == np.dtype(object):
+        return TensorProto.STRING
+    try:
+        return helper.np_dtype_to_tensor_dtype(dtype)
+    except KeyError:
+        return None
+
+
+def read_tensor(tensor: TensorProto) -> np.ndarray:
+    """The values of a stored tensor held in the model itself (not external data), exactly as
+    stored (onnx.numpy_helper: bfloat16, float8, int4 ... through ml_dtypes). A tensor that
+    cannot be what it says (tensor_problem) or that NumPy cannot hold raises CannotDecide
+    ("element-type"); one stored as external data, CannotDecide("external-data")."""
+    from onnx import numpy_helper
+
+    if isinstance(tensor, SparseTensorProto):
+        raise CannotDecide("sparse", repr(as_text(tensor.values.name)))
+    if tensor.data_location == TensorProto.EXTERNAL:
+        raise CannotDecide("external-data", repr(as_text(tensor.name)))
+    problem = tensor_problem(tensor)
+    if problem:
+        raise CannotDecide("element-type", problem)
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, KeyError) as e:  # (what onnx's reader raises for a layout it does not take)
+        raise CannotDecide("element-type", str(e)) from None
+
+
 def _itemsize(data_type: int) -> Optional[int]:
     """Bytes of one element of an ONNX type (None: no NumPy layout), looked up once per type."""
     size = _ITEMSIZES.get(data_type, -1)
     if size == -1:
-        try:
-            size = np.dtype(helper.tensor_dtype_to_np_dtype(data_type)).itemsize
-        except ODD_INPUT_ERRORS:
-            size = None
-        _ITEMSIZES[data_type] = size
+        dt = np_dtype(data_type)
+        size = _ITEMSIZES[data_type] = None if dt is None else dt.itemsize
     return size
 
 

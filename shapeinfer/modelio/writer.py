@@ -171,12 +171,14 @@ def _mode_for(target: str) -> int:
 def _temp_beside(target: str, suffix: str = "") -> tuple:
     """(fd, path) of a new temporary file in target's folder, with the mode target will have."""
     fd, tmp = tempfile.mkstemp(prefix=".shapeinfer-", suffix=suffix, dir=os.path.dirname(target))
+    made = False
     try:
         os.fchmod(fd, _mode_for(target))
-    except BaseException:
-        os.close(fd)
-        os.unlink(tmp)
-        raise
+        made = True
+    finally:
+        if not made:
+            os.close(fd)
+            os.unlink(tmp)
     return fd, tmp
 
 
@@ -202,13 +204,15 @@ def write_bytes(dest: Destination, data: bytes, suffix: str = "") -> None:
         _write_through(dest.target, data)
         return
     fd, tmp = _temp_beside(dest.target, suffix)
+    placed = False
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, dest.target)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
+        placed = True
+    finally:
+        if not placed:
+            _unlink_quietly(tmp)
 
 
 # ------------------------------------------------------------------------------ models
@@ -366,6 +370,7 @@ def _copy_range(src_fd: int, dst_fd: int, offset: int, length: int, at: int) -> 
 def _write_data(plan: _Plan, data_path: str) -> str:
     """A temporary file beside data_path holding the data."""
     fd, tmp = _temp_beside(data_path, ".data")
+    written = False
     try:
         sources = {}
         try:
@@ -381,11 +386,11 @@ def _write_data(plan: _Plan, data_path: str) -> str:
             for k in range(0, len(view), CHUNK_BYTES):
                 os.pwrite(fd, view[k:k + CHUNK_BYTES], at + k)
         os.ftruncate(fd, plan.size)
-    except BaseException:
+        written = True
+    finally:
         os.close(fd)
-        _unlink_quietly(tmp)
-        raise
-    os.close(fd)
+        if not written:
+            _unlink_quietly(tmp)
     return tmp
 
 
@@ -513,14 +518,13 @@ def _commit(plan: _Plan, model_bytes: bytes, model_path: str, data_path: str) ->
         data_tmp, placed = None, True
         os.replace(model_tmp, model_path)
         model_tmp = None
-    except BaseException:
-        _unlink_quietly(data_tmp)
-        _unlink_quietly(model_tmp)
-        if placed:
-            _unlink_quietly(data_path)
-        if backup is not None:
-            os.replace(backup, data_path)
-            backup = None
-        raise
     finally:
+        if model_tmp is not None or data_tmp is not None:  # (not both renamed into place: undo)
+            _unlink_quietly(data_tmp)
+            _unlink_quietly(model_tmp)
+            if placed:
+                _unlink_quietly(data_path)
+            if backup is not None:
+                os.replace(backup, data_path)
+                backup = None
         _unlink_quietly(backup)

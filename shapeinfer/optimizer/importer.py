@@ -10,6 +10,7 @@ other model goes through ``gs.import_onnx``.
 
 from __future__ import annotations
 
+import inspect
 from collections import OrderedDict
 from typing import Optional
 
@@ -176,15 +177,18 @@ _LIST_FIELDS = {"parent_obj", "field_name"}
 def _layout_known(gs) -> bool:
     known = getattr(_layout_known, "cache", None)
     if known is None:
-        try:
+        known = False
+        # (a version laid out otherwise takes other constructor arguments or holds other fields:
+        # read without calling what may not be there)
+        takes = set(inspect.signature(gs.Node.__init__).parameters)
+        if {"op", "name", "attrs", "inputs", "outputs", "domain"} <= takes:
             probe = gs.Node("Probe", name="p", attrs=OrderedDict(), inputs=[], outputs=[], domain=None)
             var = gs.Variable("v")
             known = (set(vars(probe)) == _NODE_FIELDS and set(vars(var)) == _VARIABLE_FIELDS
-                     and set(vars(probe.inputs)) == _LIST_FIELDS and var.type == "tensor_type"
-                     and probe.inputs.field_name == "outputs" and probe.outputs.field_name == "inputs"
-                     and var.inputs.field_name == "outputs" and var.outputs.field_name == "inputs")
-        except Exception:  # noqa: BLE001 - any surprise: the constructors
-            known = False
+                     and set(vars(probe.inputs)) == _LIST_FIELDS and getattr(var, "type", None) == "tensor_type"
+                     and all(getattr(lst, "field_name", None) == want for lst, want in (
+                         (probe.inputs, "outputs"), (probe.outputs, "inputs"), (var.inputs, "outputs"),
+                         (var.outputs, "inputs"))))
         _layout_known.cache = known
     return known
 

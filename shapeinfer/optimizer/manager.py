@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 from onnx import AttributeProto, ModelProto, helper
 
-from ..errors import ModelLoadError, UnsupportedModelError
+from ..errors import ModelLoadError, UnsupportedModelError, UsageError
 from ..infer.overrides import check_input_shapes
 from ..infer.dim_names import identifier_dim_names
 from ..infer.run import check_dim_names, infer
@@ -147,7 +147,7 @@ def _copy_model_meta(src: ModelProto, graph_model: ModelProto, subgraphs: bool =
     return out
 
 
-class UnknownPassError(ValueError):
+class UnknownPassError(UsageError):
     """A pass name no pass is registered under (``name``; ``known``: every pass there is)."""
 
     def __init__(self, name: str):

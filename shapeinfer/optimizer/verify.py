@@ -27,9 +27,9 @@ from typing import Optional
 
 import numpy as np
 import onnx
-from onnx import helper
 
 from ..modelio.external import check_external_data, external_tensors, load_external_data
+from ..modelio.tensors import np_dtype as modelio_np_dtype
 
 DEFAULT_VALUES = (1, 3, 5, 2, 8)
 RTOL, ATOL = 1e-5, 1e-6
@@ -145,16 +145,24 @@ def _float_input(shape, np_dtype, rng, special: bool):
     return x.astype(np_dtype).reshape(shape)
 
 
+class NoRandomInputs(Exception):
+    """A graph input random_inputs cannot make (not a tensor, or of a type NumPy cannot hold)."""
+
+
 def random_inputs(model, binding, rng, special: bool = False) -> dict:
     init = {t.name for t in model.graph.initializer}
     feeds = {}
     for vi in model.graph.input:
         if vi.name in init:
             continue
+        if not vi.type.HasField("tensor_type"):
+            raise NoRandomInputs(f"input {vi.name!r} is not a tensor")
         tt = vi.type.tensor_type
         shape = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else binding.get(d.dim_param, 1)
                  for d in tt.shape.dim]
-        np_dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        np_dtype = modelio_np_dtype(tt.elem_type)
+        if np_dtype is None:
+            raise NoRandomInputs(f"input {vi.name!r} has element type {tt.elem_type}, which NumPy cannot hold")
         if tt.elem_type == onnx.TensorProto.BOOL:
             feeds[vi.name] = rng.integers(0, 2, shape).astype(bool)
         elif np.issubdtype(np_dtype, np.integer):
@@ -169,6 +177,22 @@ def random_inputs(model, binding, rng, special: bool = False) -> dict:
     return feeds
 
 
+class RuntimeFailure(Exception):
+    """A runtime (onnxruntime, onnx.reference) refusing or failing a model; the message is the
+    first line of what it said."""
+
+
+def _runtime(fn, *args, **kwargs):
+    """``fn(*args)``, a call into a runtime, with what it raises made a RuntimeFailure. A
+    boundary: onnxruntime's exceptions have no base but Exception, and onnx.reference's are what
+    its NumPy kernels raise -- on a model it does not take, whatever the type -- while no code of
+    shapeinfer's runs inside the call."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - a runtime's failure, reported as a result (see above)
+        raise RuntimeFailure(_first_line(e)) from e
+
+
 def _ort_session(model, base_dir):
     import onnxruntime as ort
 
@@ -177,8 +201,8 @@ def _ort_session(model, base_dir):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     if base_dir is not None:  # the model's external data locations are relative to this folder
         opts.add_session_config_entry("session.model_external_initializers_file_folder_path", base_dir)
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    return lambda feeds: sess.run(None, feeds)
+    sess = _runtime(ort.InferenceSession, model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return lambda feeds: _runtime(sess.run, None, feeds)
 
 
 def _reference(model, base_dir):
@@ -190,8 +214,8 @@ def _reference(model, base_dir):
         check_external_data(m, base_dir)
         load_external_data(m, base_dir)
         model = m
-    ref = ReferenceEvaluator(model)
-    return lambda feeds: ref.run(None, feeds)
+    ref = _runtime(ReferenceEvaluator, model)
+    return lambda feeds: _runtime(ref.run, None, feeds)
 
 
 # onnxruntime's messages start with its status and the C++ function that failed:
@@ -290,8 +314,8 @@ def difference(a, b, exact: bool = True, signed_zeros: bool = True) -> str:
 def _run(run, feeds):
     try:
         return run(feeds), None
-    except Exception as e:
-        return None, _first_line(e)
+    except RuntimeFailure as e:
+        return None, str(e)
 
 
 def verify(original, optimized, bindings=None, seed: int = 0, exact: bool = True, signed_zeros: bool = True,
@@ -310,29 +334,29 @@ def verify(original, optimized, bindings=None, seed: int = 0, exact: bool = True
     bindings = list(bindings) if bindings is not None else bindings_for(original)
     try:
         if reference:
-            raise RuntimeError("the reference evaluator was asked for")
+            raise RuntimeFailure("the reference evaluator was asked for")
         run1 = _ort_session(original, base_dir)
         try:
             run2 = _ort_session(optimized, base_dir)
-        except Exception as e:  # what shapeinfer writes must load where the original does
-            why = f"DIFFERENT: the optimised model does not load in onnxruntime ({_first_line(e)})"
+        except RuntimeFailure as e:  # what shapeinfer writes must load where the original does
+            why = f"DIFFERENT: the optimised model does not load in onnxruntime ({e})"
             report.runs = [(b, why) for b in bindings]
             return report
-    except Exception as e_ort:
+    except (RuntimeFailure, ImportError) as e_ort:  # (no onnxruntime installed: the reference)
         report.engine = "onnx.reference"
         report.fallback = ("asked for" if reference else
                            f"onnxruntime could not load the original model: {_first_line(e_ort, 200)}")
         try:
             run1 = _reference(original, base_dir)
-        except Exception as e:
+        except RuntimeFailure as e:
             why = (f"skipped: the original model loads neither in onnxruntime ({_first_line(e_ort, 100)}) "
                    f"nor in onnx.reference ({_first_line(e, 100)})")
             report.runs = [(b, why) for b in bindings]
             return report
         try:
             run2 = _reference(optimized, base_dir)
-        except Exception as e:
-            report.runs = [(b, f"DIFFERENT: the optimised model does not load ({_first_line(e)})") for b in bindings]
+        except RuntimeFailure as e:
+            report.runs = [(b, f"DIFFERENT: the optimised model does not load ({e})") for b in bindings]
             return report
     names = [o.name for o in original.graph.output]
     rng = np.random.default_rng(seed)
@@ -341,8 +365,8 @@ def verify(original, optimized, bindings=None, seed: int = 0, exact: bool = True
         for special in (False, True):
             try:
                 feeds = random_inputs(original, binding, rng, special)
-            except Exception as e:  # an input that is not a tensor of a known type
-                outcomes.append(f"skipped: no random inputs for this model ({_first_line(e)})")
+            except NoRandomInputs as e:  # an input that is not a tensor of a known type
+                outcomes.append(f"skipped: no random inputs for this model ({e})")
                 break
             want, err = _run(run1, feeds)
             inputs = "with inf/NaN inputs: " if special else ""

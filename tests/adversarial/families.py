@@ -28,6 +28,7 @@ tests/test_families.py runs a sample of each family by default and every case wi
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -38,6 +39,10 @@ from onnx import TensorProto as TP
 from onnx import helper
 
 from .runner import Judge, Outcome
+
+# raise mode (shapeinfer/errors.py): a bug reaches the judge as a crash, never as an exit code
+# or an internal-error finding -- run from the shell as in the test run
+os.environ.setdefault("SHAPEINFER_RAISE", "1")
 
 
 @dataclass

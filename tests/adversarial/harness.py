@@ -23,6 +23,10 @@ import numpy as np
 from . import gen as _gen  # noqa: F401  (imported once here, not in every child)
 from .runner import Failure, Judge, Outcome
 
+# raise mode (shapeinfer/errors.py): a bug reaches the judge as a crash, never as an exit code
+# or an internal-error finding -- run from the shell as in the test run
+os.environ.setdefault("SHAPEINFER_RAISE", "1")
+
 GRAPH_SECONDS = 120.0  # hard limit for one seed (all commands and runs), killed past it
 MEMORY_BYTES = 16 * 2**30
 OUT_DIR = os.environ.get("SHAPEINFER_ADVERSARIAL_OUT", "/tmp/shapeinfer-adversarial")

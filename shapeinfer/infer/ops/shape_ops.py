@@ -14,7 +14,7 @@ from math import ceil
 from typing import Optional
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from ...symbolic import (
     ExpressionTooLarge,
@@ -30,7 +30,8 @@ from ...symbolic import (
     provably_positive,
     sub,
 )
-from ...errors import ODD_INPUT_ERRORS
+from ...errors import CannotDecide
+from ...modelio.tensors import np_dtype, read_tensor
 from ...fold.folder import exact_value
 from ...modelio.external import read_small_tensor
 from ...semantics import INT_RANGES, as_python_slice, slice_range, slice_runtimes_differ
@@ -64,10 +65,10 @@ def constant(ctx):
             if name == "sparse_value":
                 return [Fact(dtype=a.values.data_type, shape=tuple(a.dims))]
             arr = None
-            if a.data_location != TensorProto.EXTERNAL and math.prod(a.dims) <= MAX_VALUE_ELEMENTS:
+            if math.prod(a.dims) <= MAX_VALUE_ELEMENTS:
                 try:
-                    arr = numpy_helper.to_array(a)
-                except ODD_INPUT_ERRORS:
+                    arr = read_tensor(a)
+                except CannotDecide:  # (external data, never read; or not what it says)
                     arr = None
             value = value_from_numpy(arr, a.data_type) if arr is not None else None
             if value is not None and value.dtype != object and a.data_type not in FLOAT_TYPES:
@@ -383,9 +384,12 @@ def _cast_value(ctx, value, src: int, dst: int):
             if dst == bool_t:
                 return elementwise(_nonzero, value)
             return None
+        dt = np_dtype(src)
+        if dt is None:
+            return None
         try:
-            value = np.array(flat, dtype=helper.tensor_dtype_to_np_dtype(src)).reshape(value.shape)
-        except (OverflowError, ValueError, TypeError):
+            value = np.array(flat, dtype=dt).reshape(value.shape)
+        except OverflowError:  # (an int past the source type's range: not what the tensor holds)
             return None
     if dst not in INT_TYPES and dst != bool_t and dst not in FLOAT_TYPES:
         return None
@@ -503,10 +507,13 @@ def constant_of_shape(ctx):
         if attr.data_location == TensorProto.EXTERNAL:  # read only from the model's folder, never the working one
             stored = read_small_tensor(attr, ctx.engine.base_dir, 1)
         else:
-            stored = numpy_helper.to_array(attr)
+            try:
+                stored = read_tensor(attr)
+            except CannotDecide:  # (not what it says: the structure check reports it)
+                stored = None
         fill = stored.reshape(-1)[0] if stored is not None and stored.size == 1 else None
-    if small_shape(out) and fill is not None:
-        arr = np.full(out, fill, dtype=helper.tensor_dtype_to_np_dtype(dtype))
+    if small_shape(out) and fill is not None and np_dtype(dtype) is not None:
+        arr = np.full(out, fill, dtype=np_dtype(dtype))
         value = value_from_numpy(arr, dtype)
         if value is not None and value.dtype != object and dtype not in FLOAT_TYPES:
             value = None

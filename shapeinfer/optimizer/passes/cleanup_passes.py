@@ -23,7 +23,8 @@ import onnx
 import onnx_graphsurgeon as gs
 from onnx import helper
 
-from ...errors import ODD_INPUT_ERRORS
+from ...errors import CannotDecide
+from ...modelio.tensors import onnx_type
 from ...fold.folder import NONDETERMINISTIC
 from .base import NO_MATCH, Match, Pass, PassResult, RewritePass, register
 from .graph_ops import bypass, can_bypass, constant_array, remove_node, replace_uses, set_input
@@ -44,16 +45,13 @@ def _attr_key(v):
     equal as numbers, yet Clip(min=-0.0) and Clip(min=0.0) -- or LeakyRelu's alpha -- give zeros of
     other signs; a NaN is not even equal to itself), a tensor by its type, shape and bytes."""
     if isinstance(v, gs.Graph):
-        raise TypeError("subgraph")
+        raise CannotDecide("attribute-form", "a subgraph")
     if isinstance(v, float):  # (onnx-graphsurgeon holds a FLOAT attribute as a Python float)
         return ("float", struct.pack("<d", v))
     if isinstance(v, np.generic):
         return ("np", str(v.dtype), v.tobytes())
     if isinstance(v, gs.Constant):
-        try:
-            arr = constant_array(v)
-        except ODD_INPUT_ERRORS:  # (stored as external data, which is never read; or unreadable)
-            raise TypeError("a tensor attribute that is not read") from None
+        arr = constant_array(v)  # (CannotDecide for one not read: the node is then left alone)
         return ("T", str(arr.dtype), arr.shape, arr.tobytes() if arr.dtype != object else repr(arr.tolist()))
     if isinstance(v, np.ndarray):
         return ("A", str(v.dtype), v.shape, v.tobytes())
@@ -75,7 +73,7 @@ def _value_key(t):
         return (_RAW_AS_ARRAY[proto.data_type], tuple(int(d) for d in proto.dims), proto.raw_data)
     try:
         arr = constant_array(t)
-    except ODD_INPUT_ERRORS:  # (external data, never read; or a tensor numpy cannot hold)
+    except CannotDecide:  # (external data, never read; or a tensor numpy cannot hold)
         return False
     return (str(arr.dtype), arr.shape, arr.tobytes() if arr.dtype != object else repr(arr.tolist()))
 
@@ -134,7 +132,7 @@ def _node_key(ctx, node, attr_keys: dict):
     if attrs is None:
         try:
             attrs = tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items()))
-        except TypeError:
+        except CannotDecide:  # (a tensor attribute not read: external data, or not what it says)
             attrs = False
         attr_keys[id(node)] = attrs
     if attrs is False:
@@ -158,9 +156,9 @@ class RemoveIdentityPass(RewritePass):
             dtype = fact.dtype if fact is not None else None
             if isinstance(node.inputs[0], gs.Constant):
                 try:
-                    dtype = helper.np_dtype_to_tensor_dtype(constant_array(node.inputs[0]).dtype)
-                except Exception:
-                    dtype = None
+                    dtype = onnx_type(constant_array(node.inputs[0]).dtype)
+                except CannotDecide:  # (not read: its type is its fact's, which is enough)
+                    pass
             if not dtype or node.attrs.get("to") != dtype or node.attrs.get("saturate", 1) != 1:
                 return NO_MATCH
             why = "Cast to the type its input has"

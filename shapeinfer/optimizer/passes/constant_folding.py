@@ -23,7 +23,8 @@ import numpy as np
 import onnx_graphsurgeon as gs
 from onnx import TensorProto, helper, numpy_helper
 
-from ...errors import ODD_INPUT_ERRORS
+from ...errors import CannotDecide, ShapeInferenceError
+from ...modelio.tensors import np_dtype, onnx_type
 from ...fold.casts import cast_array
 from ...fold.folder import fold_node, outer_variables, within_budget
 from ...fold.kernels import FoldError, NotFoldable
@@ -53,9 +54,8 @@ def _cast_of_float_is_exact(ctx, node) -> bool:
     src = ctx.facts.fact(node.inputs[0].name)
     if src is None or not src.dtype:
         return False
-    try:
-        np_src = np.dtype(helper.tensor_dtype_to_np_dtype(src.dtype))
-    except Exception:
+    np_src = np_dtype(src.dtype)
+    if np_src is None:
         return False
     if np_src.kind in "biu" or np_src == np.dtype(object):
         return True
@@ -63,9 +63,12 @@ def _cast_of_float_is_exact(ctx, node) -> bool:
     if value is None or value.dtype == object:
         return False
     out = ctx.facts.fact(node.outputs[0].name)
+    np_out = np_dtype(out.dtype) if out is not None else None
+    if np_out is None:
+        return False
     try:
-        cast_array(np.asarray(value).astype(np_src), np.dtype(helper.tensor_dtype_to_np_dtype(out.dtype)))
-    except Exception:
+        cast_array(np.asarray(value).astype(np_src), np_out)
+    except NotFoldable:  # (out of range, undefined: the integer is whatever a runtime makes)
         return False
     return True
 
@@ -77,9 +80,12 @@ def _known_int_value(ctx, tensor):
     flat = fact.int_elements()
     if flat is None or fact.value.dtype != object:
         return None
+    dt = np_dtype(fact.dtype)
+    if dt is None:
+        return None
     try:
-        return np.array(flat, dtype=helper.tensor_dtype_to_np_dtype(fact.dtype)).reshape(fact.value.shape)
-    except (OverflowError, ValueError, TypeError):
+        return np.array(flat, dtype=dt).reshape(fact.value.shape)
+    except OverflowError:  # (a value past the type's range: the engine wraps those, so not here)
         return None
 
 
@@ -132,10 +138,8 @@ def _static_bytes(facts, names):
         fact = facts.fact(name)
         if fact is None or fact.shape is None or not fact.dtype or not all(type(d) is int for d in fact.shape):
             return None
-        try:
-            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(fact.dtype)).itemsize
-        except Exception:
-            itemsize = 8
+        dt = np_dtype(fact.dtype)
+        itemsize = 8 if dt is None else dt.itemsize
         total += math.prod(fact.shape) * itemsize
     return total
 
@@ -147,15 +151,19 @@ def _size_by_inference(ctx, node, arrays):
 
     from ...infer.run import infer
 
+    if any(a is not None and a.dtype != object and onnx_type(a.dtype) is None for a in arrays):
+        return None  # (a value numpy_helper cannot write)
+    if any(isinstance(v, gs.Graph) for v in node.attrs.values()):
+        return None  # (a body: its export needs what manager._export patches in; the size stays unknown)
+    proto = OnnxExporter.export_node(node)
+    inits = [numpy_helper.from_array(a, t.name) for t, a in zip(node.inputs, arrays)
+             if a is not None and not t.is_empty()]
+    outs = [helper.make_empty_tensor_value_info(t.name) for t in node.outputs if not t.is_empty()]
+    model = helper.make_model(helper.make_graph([proto], "size", [], outs, inits), ir_version=ctx.ir_version,
+                              opset_imports=[helper.make_opsetid(d, v) for d, v in ctx.opsets.items()])
     try:
-        proto = OnnxExporter.export_node(node)
-        inits = [numpy_helper.from_array(a, t.name) for t, a in zip(node.inputs, arrays)
-                 if a is not None and not t.is_empty()]
-        outs = [helper.make_empty_tensor_value_info(t.name) for t in node.outputs if not t.is_empty()]
-        model = helper.make_model(helper.make_graph([proto], "size", [], outs, inits), ir_version=ctx.ir_version,
-                                  opset_imports=[helper.make_opsetid(d, v) for d, v in ctx.opsets.items()])
         facts = infer(model)
-    except Exception:
+    except ShapeInferenceError:  # (the inputs break the op's rule: folding says so)
         return None
     return _static_bytes(facts, [o.name for o in outs])
 
@@ -302,8 +310,8 @@ class ConstantFoldingPass(Pass):
             return True
         try:
             arrays = [None if t is None else constant_array(t) for t in inputs]
-        except ODD_INPUT_ERRORS:  # weights kept as external data are never read, so not folded
-            result.decline(node, "not folded: an input's data is not loaded (external data)")
+        except CannotDecide as e:  # weights kept as external data are never read, so not folded
+            result.decline(node, f"not folded: an input: {e}")
             return False
         domain = "" if node.domain in (None, "", "ai.onnx") else node.domain
         version = ctx.opsets.get(domain)
@@ -333,11 +341,8 @@ class ConstantFoldingPass(Pass):
             return True
         for t, arr in zip(node.outputs, outs):
             expected = None if t.is_empty() else ctx.facts.fact(t.name)
-            if expected is None or not expected.dtype:
-                continue
-            try:
-                want = np.dtype(helper.tensor_dtype_to_np_dtype(expected.dtype))
-            except Exception:
+            want = np_dtype(expected.dtype) if expected is not None and expected.dtype else None
+            if want is None:
                 continue
             if arr.dtype != want and arr.dtype != object:
                 if not ctx.fold_float_math:  # an exact kernel gives the right type: never convert
@@ -348,10 +353,7 @@ class ConstantFoldingPass(Pass):
                 continue
             expected = ctx.facts.fact(t.name)
             if expected is not None and expected.dtype:
-                try:
-                    want = helper.tensor_dtype_to_np_dtype(expected.dtype)
-                except Exception:
-                    want = None
+                want = np_dtype(expected.dtype)
                 if want is not None and arr.dtype != want and arr.dtype != object:
                     arr = arr.astype(want)  # onnx.reference's type (fold_float_math only)
             t.to_constant(constant_values(np.asarray(arr), t.name))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_graphsurgeon as gs
 
-from ...errors import ODD_INPUT_ERRORS
+from ...errors import CannotDecide
 from ...symbolic import BroadcastError, bcast
 from .base import NO_MATCH, Decline, Match, RewritePass, register
 from .graph_ops import bypass, can_bypass, clear_outputs, constant_array, remove_node, replace_uses, set_input
@@ -69,7 +69,7 @@ def _nan_free_operands(ctx, user, expanded, src) -> bool:
                 arr = constant_array(t)
                 if arr.dtype.kind == "f" and not np.isnan(arr).any():
                     continue
-            except ODD_INPUT_ERRORS:  # an unreadable constant (external data) counts as possibly NaN
+            except CannotDecide:  # an unreadable constant (external data) counts as possibly NaN
                 pass
         may_nan += 1
     return may_nan <= 1
@@ -153,14 +153,10 @@ class CancelReshapesPass(RewritePass):
 
 
 def _all_equal(arr, value) -> bool:
-    if arr.dtype == object or arr.size == 0:
-        return False
-    try:
-        if not np.all(arr == value):
-            return False
-    except TypeError:
-        return False
-    return True
+    """Every element of a numeric constant equals ``value`` (as a number: -0.0 equals 0)."""
+    if arr.size == 0 or not (arr.dtype.kind in "biuf" or arr.dtype.name == "bfloat16"):
+        return False  # (strings, complex, float8 and int4 kinds: not the neutral constants matched here)
+    return bool(np.all(arr == value))
 
 
 def _neutral_kind(op, arr, position):
@@ -206,7 +202,7 @@ class NeutralElementsPass(RewritePass):
                 continue
             try:
                 kind = _neutral_kind(node.op, constant_array(c), position)
-            except ODD_INPUT_ERRORS:  # (external data, never read)
+            except CannotDecide:  # (external data, never read)
                 kind = None
             if kind is None or (kind == "signed-zero" and not ctx.ignore_signed_zero):
                 continue

@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 import onnx_graphsurgeon as gs
 
-from ...errors import ODD_INPUT_ERRORS
+from ...errors import CannotDecide
 from ...fold.folder import constant_array, constant_values, outer_variables
 from ...semantics import LOAD_SAFE_DIM, shape_loads
 
@@ -355,7 +355,7 @@ def _constant_refusal(ctx, out, source) -> str:
         return ""
     try:
         arr = constant_array(source)
-    except ODD_INPUT_ERRORS:  # (external data, never read)
+    except CannotDecide:  # (external data, never read)
         return "the constant it would hand on is not loaded (external data)"
     return unloadable_constant(out, arr, ctx)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_graphsurgeon as gs
 
-from ...errors import ODD_INPUT_ERRORS
+from ...errors import CannotDecide
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
 from .graph_ops import (EXPAND_ZERO, bypass, bypass_refusal, clear_inputs, constant_array, constant_input, constant_values,
                         dims_load_safely, expand_zero_hazard, node_name, reshape_data_loads, set_input, shape_constant)
@@ -273,7 +273,7 @@ def _uniform_value(ctx, t):
     if isinstance(t, gs.Constant):
         try:
             arr = constant_array(t)
-        except ODD_INPUT_ERRORS:  # (external data, never read)
+        except CannotDecide:  # (external data, never read)
             return None
         if arr.size == 0 or arr.dtype == object or not _same_bits(arr):
             return None  # 0.0 and -0.0 compare equal but are not the same element
