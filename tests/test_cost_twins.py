@@ -376,9 +376,18 @@ def _schemas():
 
 
 def _listed(domain, op):
-    """The report's not-counted entry for one node of this op (inputs of unknown shape)."""
-    node = _node(op, ["x"], domain=domain)
-    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, None)],
+    """The report's not-counted entry for one node of this op (inputs of unknown shape, as many
+    as its schema requires where onnx has one)."""
+    n_in = 1
+    if not domain:
+        try:
+            n_in = max(1, onnx.defs.get_schema(op, 21, "").min_input)
+        except onnx.defs.SchemaError:
+            pass
+    extra = [f"x{k}" for k in range(1, n_in)]  # (of no element type: any the op takes)
+    node = _node(op, ["x"] + extra, domain=domain)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, None)]
+                          + [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in extra],
                           [helper.make_tensor_value_info("y", F, None)])
     opsets = [helper.make_opsetid("", 21)] + ([helper.make_opsetid(domain, 1)] if domain else [])
     return [(n.op, n.why) for n in cost(helper.make_model(g, opset_imports=opsets)).not_counted]

@@ -120,10 +120,10 @@ def test_structurally_invalid_graph_exits_1_naming_the_node(capsys, tmp_path, co
 
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("text,says", [
-    ("g (float[B,6] x) => (float[Y0,Y1] y) <float[2] s = {2.0, 3.0}> { y = Reshape(x, s) }", "must be int64, got float"),
+    ("g (float[B,6] x) => (float[Y0,Y1] y) <float[2] s = {2.0, 3.0}> { y = Reshape(x, s) }", "input 1 is float; Reshape (opset 18) takes int64"),
     ("g (float[B,6] x) => (float[Y0,Y1] y) <int64[1,2] s = {2, 3}> { y = Reshape(x, s) }", "1-D tensor, got rank 2"),
     ("g (float[B,6] x) => (float[Y0,Y1] y) <int64[1,2] s = {2, 6}> { y = Expand(x, s) }", "1-D tensor, got rank 2"),
-    ("g (float[B,6] x) => (float[Y0,Y1] y) <int32[2] s = {2, 3}> { y = Tile(x, s) }", "must be int64, got int32"),
+    ("g (float[B,6] x) => (float[Y0,Y1] y) <int32[2] s = {2, 3}> { y = Tile(x, s) }", "input 1 is int32; Tile (opset 18) takes int64"),
 ])
 def test_shape_inputs_of_the_wrong_type_or_rank_are_errors(capsys, tmp_path, command, text, says):
     path = _save(tmp_path, "m.onnx", parser.parse_model(H + text))
@@ -194,8 +194,10 @@ def test_custom_domain_op_gets_unknown_shapes_and_no_crash(capsys, tmp_path):
     path = _save(tmp_path, "m.onnx", m)
     for command in COMMANDS:
         code, out, written = _run(capsys, command, path, tmp_path)
-        assert code == 0, out
-    assert "unknown-op" in out
+        # infer and optimize go on with what they know; check says what onnxruntime says: it
+        # refuses an op of a domain no operator set it runs defines
+        assert code == (1 if command == "check" else 0), out
+    assert "unknown-op" in out and "onnxruntime refuses the model" in out
 
 
 def test_opset_newer_than_the_installed_onnx(capsys, tmp_path):
@@ -207,9 +209,10 @@ def test_opset_newer_than_the_installed_onnx(capsys, tmp_path):
     path = _save(tmp_path, "m.onnx", m)
     for command in COMMANDS:
         code, out, written = _run(capsys, command, path, tmp_path)
-        assert code == 0 and "newer than the installed onnx" in out, out
-    assert "future-opset" in out
-    assert main(["check", "--strict", str(path)]) == 1  # a CI that wants only known opsets
+        if command == "check":  # onnxruntime runs no opset past its newest: it refuses the model
+            assert code == 1 and "opset-unsupported" in out and "future-opset" in out, out
+        else:
+            assert code == 0 and "newer than the installed onnx" in out, out
 
 
 # ---------------------------------------------------------------------------- external data

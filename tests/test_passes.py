@@ -201,29 +201,53 @@ def test_folding_is_bit_exact_for_odd_dtypes(dtype):
     else:
         arr = np.array([0.5, -1.25, 3.0, 7.0, -2.0, 0.0], dtype=np.float32).astype(np_dtype).reshape(2, 3)
     c = numpy_helper.from_array(arr, "c")
+    # Tile and Expand (opset 13) take none of the float8, int4 kinds: Transpose and Unsqueeze
+    # (opset 21) do -- data movement all the same
+    sub_byte = elem in (TensorProto.FLOAT8E4M3FN, TensorProto.INT4, TensorProto.UINT4)
     nodes = [
         helper.make_node("Reshape", ["c", "s"], ["r"]),
-        helper.make_node("Tile", ["r", "reps"], ["t"]),
-        helper.make_node("Expand", ["t", "e"], ["y"]),
+        helper.make_node("Transpose" if sub_byte else "Tile", ["r"] if sub_byte else ["r", "reps"], ["t"]),
+        helper.make_node("Unsqueeze" if sub_byte else "Expand", ["t", "a0" if sub_byte else "e"], ["y"]),
     ]
     graph = helper.make_graph(
         nodes, "g", [], [helper.make_tensor_value_info("y", elem, None)],
         [c, numpy_helper.from_array(np.array([3, 2], np.int64), "s"),
          numpy_helper.from_array(np.array([2, 1], np.int64), "reps"),
-         numpy_helper.from_array(np.array([2, 6, 2], np.int64), "e")])
+         numpy_helper.from_array(np.array([2, 6, 2], np.int64), "e"),
+         numpy_helper.from_array(np.array([0], np.int64), "a0")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
     out = shapeinfer.optimize(model)
     # the graph output is folded, and a Constant node makes it (not a bare initializer)
     assert [n.op_type for n in out.graph.node] == ["Constant"] and not out.graph.initializer
     folded = out.graph.node[0].attribute[0].t
     got = numpy_helper.to_array(folded)
-    want = np.broadcast_to(np.tile(arr.reshape(3, 2), (2, 1)), (2, 6, 2))
+    if sub_byte:
+        want = np.expand_dims(arr.reshape(3, 2).T, 0)
+    else:
+        want = np.broadcast_to(np.tile(arr.reshape(3, 2), (2, 1)), (2, 6, 2))
     assert folded.data_type == elem
     if elem == TensorProto.STRING:
         as_bytes = [v if isinstance(v, bytes) else v.encode() for v in got.reshape(-1).tolist()]
         assert as_bytes == want.reshape(-1).tolist() and got.shape == want.shape
     else:
         assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+@pytest.mark.parametrize("op", ["Tile", "Expand"])
+def test_a_tile_of_a_type_its_schema_does_not_take_is_invalid(op):
+    """Tile and Expand (opset 13) take no float8 or int4: onnxruntime refuses such a node at load
+    ('Type Error'), and so does shapeinfer -- folding it would hide an invalid model."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    arr = np.zeros((3, 2), np.float32).astype(helper.tensor_dtype_to_np_dtype(TensorProto.INT4))
+    second = numpy_helper.from_array(np.array([2, 1] if op == "Tile" else [2, 3, 2], np.int64), "r")
+    graph = helper.make_graph([helper.make_node(op, ["c", "r"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", TensorProto.INT4, None)],
+                              [numpy_helper.from_array(arr, "c"), second])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    with pytest.raises(shapeinfer.ShapeInferenceError, match="int4"):
+        shapeinfer.optimize(model)
+    assert shapeinfer.check(model).exit_code == 1
 
 
 # ---------------------------------------------------------------- reductions

@@ -47,16 +47,17 @@ import onnx
 from onnx import ModelProto
 
 from ..errors import ModelLoadError, ShapeInferenceError, raise_mode
-from ..graph.structure import graphs_of, structure_problems
+from ..graph.structure import graphs_of, node_label, structure_problems
 from ..infer.engine import Engine
 from ..infer.facts import dtype_name
 from ..infer.result import InferenceResult
-from ..infer.unreached import or_not_run, running_clause, without_negative_dims
+from ..infer.unreached import inference_view, or_not_run, running_clause, without_negative_dims
 from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
 from ..modelio.load import load_model
 from ..symbolic import Bcast, Sym, atoms
 from ..symbolic.search import binding_str, counterexample, holds, relevant
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
+from .runtime import table as runtime_table
 from .render import render_json, render_junit, render_text
 from .shapes import broadcast_condition, declared_shapes, per_node
 from .tolerances import runtime_op_nodes, tolerated, unsorted_body
@@ -91,24 +92,80 @@ def _schema_domains() -> frozenset:
     return frozenset({s.domain for s in onnx.defs.get_all_schemas_with_history()} | {"", "ai.onnx", "com.microsoft"})
 
 
+def _bodies(m: ModelProto) -> list:
+    """(graph or function, where it is said) for the main graph, every subgraph, and each
+    model-local function's body (with the subgraphs in it)."""
+    from ..graph.structure import subgraphs_of
+
+    out = [(g, "") for g in graphs_of(m)]
+    for f in m.functions:
+        where = f" (in function {f.name})"
+        out.append((f, where))
+        stack = [g for n in f.node for g in subgraphs_of(n)]
+        while stack:
+            g = stack.pop()
+            out.append((g, where))
+            stack.extend(b for n in g.node for b in subgraphs_of(n))
+    return out
+
+
 def _undefined_local_calls(m: ModelProto) -> list:
     """(node, where) for each call, in the graphs and the functions' bodies, of an op in a domain
     that only the model's own functions define (no schema of onnx's registry has it), which none
-    of those functions is."""
-    defined = {(f.domain, f.name) for f in m.functions}
-    local = {d for d, _ in defined}
+    of those functions is -- by domain, name and (IR 10) overload."""
+    defined = {(f.domain, f.name, getattr(f, "overload", "")) for f in m.functions}
+    local = {d for d, _, _ in defined}
     if not local:
         return []
     local -= _schema_domains()
     if not local:
         return []
     found = []
-    bodies = [(g, "") for g in graphs_of(m)] + [(f, f" (in function {f.name})") for f in m.functions]
-    for g, where in bodies:
+    for g, where in _bodies(m):
         for n in g.node:
-            if n.domain in local and (n.domain, n.op_type) not in defined:
+            if n.domain in local and (n.domain, n.op_type, getattr(n, "overload", "")) not in defined:
                 found.append((n, where))
     return found
+
+
+def _runtime_refusals(m: ModelProto, report: CheckReport) -> set:
+    """Model-level refusals of onnxruntime that its table tells (checker/runtime.py): an opset
+    newer than it runs, a graph input without a type, an op of a domain no one defines, an op of
+    onnxruntime's own domains that it lacks or that breaks its schema, two nodes of one name in a
+    function's body (onnxruntime inlines the function). The labels of the nodes reported."""
+    rt = runtime_table()
+    reported: set = set()
+    for domain, version, newest in rt.opset_problems(m):
+        report.add(ERROR, "opset-unsupported", f"the model imports opset {version} of {domain}; {rt.release} runs up "
+                   f"to {newest} and refuses the model")
+    for vi in m.graph.input:
+        if vi.type.WhichOneof("value") is None:
+            report.add(ERROR, "missing-type", f"graph input {vi.name!r} declares no type: onnxruntime refuses a graph "
+                       "input without one (an output or value_info without one, it loads)")
+    functions = {(f.domain, f.name, getattr(f, "overload", "")) for f in m.functions}
+    local_domains = {d for d, _, _ in functions}
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in m.opset_import}
+    for g, where in _bodies(m):
+        for n in g.node:
+            if (n.domain, n.op_type, getattr(n, "overload", "")) in functions or n.domain in local_domains:
+                continue  # (a call of the model's own function; a missing one: _undefined_local_calls)
+            domain = "" if n.domain == "ai.onnx" else n.domain
+            if domain not in rt.domains:
+                why = f"no operator set {rt.release} runs defines domain {n.domain!r}, nor do the model's functions"
+            else:
+                why = rt.node_problem(n, opsets.get(domain))
+            if why:
+                report.add(ERROR, "unknown-op" if "has no op" in why or "defines domain" in why else "schema-error",
+                           f"{n.domain}.{n.op_type}{where}: {why}: onnxruntime refuses the model", node_label(n), n.op_type)
+                reported.add(node_label(n))
+    for f in m.functions:
+        seen: dict = {}
+        for n in f.node:
+            if n.name and seen.setdefault(n.name, n) is not n:
+                report.add(ERROR, "duplicate-node-name", f"two nodes named {n.name!r} in function {f.name}: onnxruntime "
+                           "inlines the function and refuses the graph", n.name, n.op_type)
+                break
+    return reported
 
 
 def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
@@ -127,9 +184,12 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     if structural and any(f.code == "not-a-dag" for f in report.findings):
         return  # no order to walk in
     for node, where in _undefined_local_calls(m):
-        report.add(ERROR, "undefined-function", f"calls {node.domain}.{node.op_type}{where}, but the model's functions "
-                   f"of domain {node.domain!r} do not include it, and no operator set defines that domain: "
-                   "onnxruntime refuses the model", node.name, node.op_type)
+        overload = getattr(node, "overload", "")
+        report.add(ERROR, "undefined-function", f"calls {node.domain}.{node.op_type}"
+                   f"{f' (overload {overload!r})' if overload else ''}{where}, but the model's functions of domain "
+                   f"{node.domain!r} do not include it, and no operator set defines that domain: onnxruntime refuses "
+                   "the model", node.name, node.op_type)
+    refused = _runtime_refusals(m, report)
     engine = Engine(m, assume_nonempty=assume_nonempty, base_dir=base_dir, keep_going=True)
     try:
         engine.run()
@@ -140,7 +200,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),
-             "unreached-failure": (WARNING, "fails-if-run")}
+             "unreached-failure": (WARNING, "fails-if-run"), "schema-error": (ERROR, "schema-error")}
     searched: dict = {}  # (kind, a, b) -> its counterexample: a repeated layer repeats its conditions
     for d in engine.diagnostics:
         if d.region is not None and d.region.runs == 0:
@@ -175,6 +235,8 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
                 report.add(WARNING, "conditional-shape", f"{where}: {d.message}", d.node_name, d.op_type)
         elif d.kind == "opset-implied":
             continue  # onnx.checker's complaint says it (missing-opset-import)
+        elif d.kind == "unknown-op" and d.node_name in refused:
+            continue  # (onnxruntime refuses that node: said above)
         else:
             severity, code = codes.get(d.kind, (WARNING, "inference-fallback"))
             report.add(severity, code, d.message, d.node_name, d.op_type)
@@ -245,7 +307,7 @@ def _type_errors(model: ModelProto, report: CheckReport) -> None:
     from onnx.shape_inference import InferenceError, infer_shapes
 
     try:
-        infer_shapes(model, check_type=True, strict_mode=True)
+        infer_shapes(inference_view(model), check_type=True, strict_mode=True)
         return
     except InferenceError as e:
         text = str(e)

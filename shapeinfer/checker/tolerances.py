@@ -153,6 +153,30 @@ def _unalias(model: ModelProto, match, facts) -> bool:
     return True
 
 
+def _drop_unchecked_attributes(model: ModelProto, match, facts) -> bool:
+    """Drop the attributes onnxruntime ignores on the ops it does not check them for."""
+    op = match.group("op")
+    for graph in graphs_of(model):
+        for n in graph.node:
+            if n.op_type == op and n.domain in ("", "ai.onnx"):
+                known = {a.name for a in onnx_schema_attributes(op)}
+                keep = [a for a in n.attribute if a.name in known]
+                del n.attribute[:]
+                n.attribute.extend(keep)
+    return True
+
+
+def onnx_schema_attributes(op: str) -> list:
+    """The attributes of op's newest schema in onnx, as objects with ``name``."""
+    import onnx
+
+    try:
+        schema = onnx.defs.get_schema(op)
+    except onnx.defs.SchemaError:
+        return []
+    return list(schema.attributes.values())
+
+
 def _runtime_op(m: re.Match) -> Optional[str]:
     op, version = m.group("op"), int(m.group("version"))
     if op not in RUNTIME_DEFAULT_DOMAIN_OPS:
@@ -168,6 +192,12 @@ _DOMAIN_ALIAS = Tolerance(
     lambda m: f"{m.group('op')} is written in domain 'ai.onnx', the default domain's other name: onnxruntime runs "
               "it; onnx.checker does not find its schema under that name",
     _unalias)
+
+_IGNORED_ATTRIBUTE = Tolerance(
+    "ignored-attribute", re.compile(r"Unrecognized attribute: (?P<attr>\S+) for operator (?P<op>\w+)"),
+    lambda m: f"{m.group('op')} has an attribute {m.group('attr')!r} its schema does not have: onnxruntime ignores it "
+              "and runs the model; onnx.checker refuses it",
+    _drop_unchecked_attributes)
 
 TOLERANCES = (
     Tolerance("unsorted-nodes", re.compile(r"Nodes in a graph must be topologically sorted"),
@@ -195,6 +225,11 @@ TOLERANCES = (
 def tolerated(message: str, model: Optional[ModelProto] = None) -> Optional[tuple]:
     """(tolerance, match) when onnxruntime accepts what an onnx.checker message complains about
     (``model``: the model complained of, where the message alone does not tell)."""
+    m = _IGNORED_ATTRIBUTE.pattern.search(message)
+    if m is not None:
+        from ..infer.validate import UNCHECKED_ATTRIBUTES
+
+        return (_IGNORED_ATTRIBUTE, m) if m.group("op") in UNCHECKED_ATTRIBUTES else None
     m = _DOMAIN_ALIAS.pattern.search(message)
     if m is not None and model is not None and _aliased_nodes(model, m.group("op")):
         import onnx

@@ -27,7 +27,7 @@ from . import ops  # noqa: F401  (registers the rules)
 from ..graph.structure import node_label, topological_order
 from .context import NodeContext
 from ..semantics import INT_RANGES, wrap_int
-from .facts import UNKNOWN, Fact, Wrapped, obj_array
+from .facts import UNKNOWN, Fact, Wrapped, obj_array, shape_str
 from .ops._util import value_or_none
 from .fallback import infer_with_onnx
 from ..modelio.tensors import tensor_problem
@@ -35,6 +35,7 @@ from .protos import fact_from_type, value_from_tensor
 from .registry import lookup, normalize_domain
 from .symbols import SymbolTable, input_symbol_names
 from .unreached import Region, UnreachedFailure, describe, onnx_rejections, visible_to_runtime
+from .validate import schema_problem
 
 _NO_RULE = object()
 _UNSET = object()
@@ -558,20 +559,20 @@ class Engine:
                         return self._served(node, hit)
         else:
             memo_key = None
+        if version is not None and (domain == "" or domain == "ai.onnx.ml"):
+            why = schema_problem(node, version, inputs)
+            if why is not None:  # (what onnxruntime checks at load: see validate.py)
+                return self._invalid(node, ShapeInferenceError(
+                    why, node_name=node_label(node), op_type=op,
+                    input_shapes=[shape_str(f.shape) if f is not None else "?" for f in inputs]), n_out,
+                    kind="schema-error")
         if fn is not None:
             ctx = NodeContext(node, inputs, version, self, attr_scope, scope, opsets)
             mark = (self.symbols._counter, len(self.diagnostics), self._contextual)
             try:
                 got = fn(ctx)
             except ShapeInferenceError as e:
-                if self._regions:  # in code that may not run: settled after the walk
-                    self._unreached(node, e)
-                    return [Fact() for _ in range(n_out)]
-                if not self.keep_going:
-                    raise
-                # check mode: record it, give the outputs unknown facts and walk on
-                self.diagnostics.append(Diagnostic("error", node_label(node), node.op_type, e.rule, kind="shape-error"))
-                return [Fact() for _ in range(n_out)]
+                return self._invalid(node, e, n_out)
             except ExpressionTooLarge as e:
                 self.warn(node, f"{e}: its dims are left to onnx inference (fresh symbols where it has none)",
                           kind="budget")
@@ -600,6 +601,18 @@ class Engine:
                 fb = infer_with_onnx(self, node, inputs, opsets, attr_scope, have_rule=fn is not None)
             outs = [o if o is not None else (f if f is not None else Fact()) for o, f in zip(outs, fb)]
         return outs
+
+    def _invalid(self, node, error: ShapeInferenceError, n_out: int, kind: str = "shape-error") -> list:
+        """A node that breaks its op's rule (``kind`` "shape-error") or schema ("schema-error"):
+        in code that may not run, recorded and settled after the walk (unreached.py); in check's
+        keep-going mode, an error diagnostic; else raised. Its outputs are unknown."""
+        if self._regions:
+            self._unreached(node, error)
+        elif self.keep_going:  # check mode: record it and walk on
+            self.diagnostics.append(Diagnostic("error", node_label(node), node.op_type, error.rule, kind=kind))
+        else:
+            raise error
+        return [Fact() for _ in range(n_out)]
 
     def _implied_opset(self, node, domain: str) -> int:
         """The version a runtime reads a domain at when the model imports no opset for it
@@ -638,6 +651,11 @@ class Engine:
             chain = " -> ".join(_function_str(k) for k in self._calls[self._calls.index(key):] + [key])
             raise ShapeInferenceError(f"model-local function {_function_str(key)} calls itself ({chain}); "
                                       "functions must not be recursive", node_name=node_label(node), op_type=node.op_type)
+        if len(node.input) != len(function.input) or len(node.output) > len(function.output):
+            return self._invalid(node, ShapeInferenceError(
+                f"calls {_function_str(key)} with {len(node.input)} inputs and {len(node.output)} outputs; the "
+                f"function takes {len(function.input)} inputs and makes {len(function.output)} outputs",
+                node_name=node_label(node), op_type=node.op_type), len(node.output), kind="schema-error")
         if not self._deeper(node, f"function {_function_str(key)}"):
             return [Fact() for _ in node.output]
         self._calls.append(key)

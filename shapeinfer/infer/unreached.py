@@ -115,7 +115,8 @@ def inference_view(model: ModelProto) -> ModelProto:
     another shape than its node makes is a warning to onnxruntime, which merges it leniently and
     loads; value_info stays, as onnxruntime's inference reads it -- and whose initializers of more than SMALL_INITIALIZER elements are typed inputs instead
     (no weight is copied or serialized; only small tensors -- shapes, axes -- are values
-    inference reads)."""
+    inference reads), sparse initializers too (onnxruntime reads them as the dense tensors they
+    stand for, which onnx's inference does not)."""
     from onnx import helper
 
     g = model.graph
@@ -129,8 +130,10 @@ def inference_view(model: ModelProto) -> ModelProto:
     vg.input.extend(g.input)
     vg.output.extend(g.output)
     vg.value_info.extend(g.value_info)
-    vg.sparse_initializer.extend(g.sparse_initializer)
     listed = {i.name for i in g.input}
+    for sp in g.sparse_initializer:  # (onnx's inference takes none: "unsupported type sparse_tensor")
+        if sp.values.name not in listed:
+            vg.input.append(helper.make_tensor_value_info(sp.values.name, sp.values.data_type, list(sp.dims)))
     for t in g.initializer:
         if _elements(t) <= SMALL_INITIALIZER:
             vg.initializer.append(t)
@@ -154,6 +157,7 @@ def onnx_rejections(model: ModelProto) -> list:
     """The chains of nodes onnx's strict type and shape inference rejects -- each a list of
     (op_type, name), outermost first (an If, then the node in its branch that fails) --, or []
     when it accepts the model or cannot infer it at all (a model too large to serialize)."""
+    from onnx.checker import ValidationError
     from onnx.shape_inference import InferenceError, infer_shapes
 
     try:
@@ -161,7 +165,7 @@ def onnx_rejections(model: ModelProto) -> list:
         return []
     except InferenceError as e:
         text = str(e)
-    except (ValueError, RuntimeError):
+    except (ValidationError, ValueError, RuntimeError):  # (not inferable at all: a recursive function, past 2 GiB)
         return []
     chains = []
     for line in text.splitlines():

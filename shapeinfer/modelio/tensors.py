@@ -23,6 +23,9 @@ from .text import as_text
 
 TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
 PACKED_4BIT = {getattr(TensorProto, k) for k in ("INT4", "UINT4", "FLOAT4E2M1") if hasattr(TensorProto, k)}
+PACKED_2BIT = {getattr(TensorProto, k) for k in ("INT2", "UINT2") if hasattr(TensorProto, k)}
+# elements per byte of raw data (and per entry of int32_data) for the packed types
+PER_BYTE = {**{t: 2 for t in PACKED_4BIT}, **{t: 4 for t in PACKED_2BIT}}
 
 
 def tensor_problem(tensor: TensorProto) -> Optional[str]:
@@ -47,8 +50,8 @@ def tensor_problem(tensor: TensorProto) -> Optional[str]:
     itemsize = _itemsize(data_type)
     if itemsize is None:
         return None
-    packed = data_type in PACKED_4BIT
-    need = (n + 1) // 2 if packed else n * itemsize
+    per_byte = PER_BYTE.get(data_type, 0)
+    need = -(-n // per_byte) if per_byte else n * itemsize
     if tensor.HasField("raw_data"):
         # ByteSize counts raw_data without copying it: fewer bytes than needed is sure to be short
         if tensor.ByteSize() < need:
@@ -59,9 +62,9 @@ def tensor_problem(tensor: TensorProto) -> Optional[str]:
     have = max(len(getattr(tensor, f)) for f in TYPED_FIELDS)
     if data_type in (TensorProto.COMPLEX64, TensorProto.COMPLEX128):
         have //= 2
-    if packed:
-        have *= 2
-    if have < n and not (packed and have >= n):
+    if per_byte:
+        have *= per_byte
+    if have < n:
         return f"holds {have} elements, its dims {list(dims)} need {n}"
     return None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 from ...symbolic import Expr, ExpressionTooLarge, free_symbols, iszero, provably_positive, sub
-from ..facts import Fact
+from ..facts import Fact, dtype_name
 from ..registry import rule
 
 
@@ -38,8 +38,10 @@ def if_(ctx):
         # the branch never taken runs at no size; onnxruntime's load-time inference still reads
         # it, and refuses the model where it sees a node there break its rule (unreached.py)
         with eng.may_not_run(ctx.node, f"the branch of If {ctx.name!r} never taken", 0):
-            eng.run_subgraph(other, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
-        return eng.run_subgraph(taken, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+            never = eng.run_subgraph(other, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+        got = eng.run_subgraph(taken, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+        _same_types(ctx, got, never)
+        return got
     # Each branch may not run. Where the condition is a function of the sizes (a 0/1 dim), each
     # runs exactly where it says; otherwise it depends on tensor data.
     c = flat[0] if flat is not None and len(flat) == 1 and isinstance(flat[0], Expr) else None
@@ -53,6 +55,7 @@ def if_(ctx):
         t = eng.run_subgraph(then_g, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
     with eng.may_not_run(ctx.node, f"the else-branch of If {ctx.name!r}", runs_else) as else_region:
         e = eng.run_subgraph(else_g, ctx.scope, ctx.opsets, [], ctx.attr_scope, ctx.node)
+    _same_types(ctx, t, e)
     if then_region.failed and else_region.failed:
         eng.drop_unreached(then_region.failures + else_region.failures)
         first, second = then_region.failures[0].error, else_region.failures[0].error
@@ -64,6 +67,15 @@ def if_(ctx):
     if else_region.failed:
         return t
     return [_merge(ctx, x, y) for x, y in zip(t, e)]
+
+
+def _same_types(ctx, a: list, b: list) -> None:
+    """Both branches give each output one element type (onnxruntime refuses an If whose
+    branches return float and double)."""
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x is not None and y is not None and x.dtype and y.dtype and x.dtype != y.dtype \
+                and x.type_proto is None and y.type_proto is None:
+            raise ctx.error(f"output {k} is {dtype_name(x.dtype)} in one branch and {dtype_name(y.dtype)} in the other")
 
 
 def _where(error) -> str:
@@ -287,8 +299,10 @@ def scan(ctx):
     n_scan = ctx.attr("num_scan_inputs")
     if body is None or n_scan is None:
         return None
-    eng = ctx.engine
     n_in = len(ctx.node.input)
+    if not 1 <= n_scan <= n_in:
+        raise ctx.error(f"num_scan_inputs is {n_scan}; a Scan scans 1 to {n_in} of its {n_in} inputs")
+    eng = ctx.engine
     n_state = n_in - n_scan
     states = [ctx.input(i) for i in range(n_state)]
     scans = [ctx.input(i) for i in range(n_state, n_in)]

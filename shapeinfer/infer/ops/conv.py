@@ -18,6 +18,16 @@ from ..facts import Fact
 from ..registry import rule
 
 
+def window_attributes(ctx) -> None:
+    """The window attributes every convolution and pool must have, whatever its input's shape:
+    kernel sizes, strides and dilations above 0, pads not negative -- onnxruntime checks them when
+    it creates the kernel, at load, and refuses the model otherwise."""
+    for name, least in (("kernel_shape", 1), ("strides", 1), ("dilations", 1), ("pads", 0)):
+        values = ctx.attr(name)
+        if values and any(v < least for v in values):
+            raise ctx.error(f"{name} {list(values)} holds a value below {least}")
+
+
 def _spatial_params(ctx, n: int, kernel):
     strides = list(ctx.attr("strides") or [1] * n)
     dilations = list(ctx.attr("dilations") or [1] * n)
@@ -65,6 +75,7 @@ def conv_shape(ctx, data_shape, weight_shape) -> tuple | None:
     """The output shape of a convolution [N, C, D1...] * [M, C/group, k1...] -> [N, M, E1...];
     None when a rank is unknown or the kernel size is not a plain int. Shared by Conv and its
     quantized and fused variants (ConvInteger, QLinearConv, FusedConv)."""
+    window_attributes(ctx)
     if data_shape is None or weight_shape is None:
         return None
     if len(data_shape) < 3 or len(weight_shape) != len(data_shape):
@@ -88,6 +99,7 @@ def conv(ctx):
 
 @rule("ConvTranspose", since=1)
 def conv_transpose(ctx):
+    window_attributes(ctx)
     data, weight = ctx.input(0), ctx.input(1)
     if data is None or weight is None or data.shape is None or weight.shape is None:
         return None
@@ -131,6 +143,7 @@ def pool_facts(ctx, facts: list) -> list:
 
 @rule("MaxPool", "AveragePool", "LpPool", since=1)
 def pool(ctx):
+    window_attributes(ctx)
     data = ctx.input(0)
     kernel = ctx.attr("kernel_shape")
     if data is None or data.shape is None or kernel is None or len(data.shape) < 3:

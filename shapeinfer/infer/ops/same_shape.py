@@ -28,10 +28,21 @@ def _same(ctx, dtype=None):
     return Fact(dtype=dtype if dtype is not None else data.dtype, shape=data.shape)
 
 
+# Ops of SAME_SHAPE that read an axis of their input (the default, by opset): it must be one of
+# its axes -- a scalar has none, and onnxruntime refuses a Softmax of one at load.
+_AXIS = {"Softmax": (13, 1, -1), "LogSoftmax": (13, 1, -1), "Hardmax": (13, 1, -1), "LpNormalization": (1, -1, -1)}
+
+
 @rule(*SAME_SHAPE, since=1)
 def same_shape(ctx):
     out = _same(ctx)
-    return None if out is None else [out]
+    if out is None:
+        return None
+    axis_rule = _AXIS.get(ctx.op_type)
+    if axis_rule is not None and out.shape is not None:
+        since, before, after = axis_rule
+        normalize_axis(ctx, ctx.attr("axis", after if ctx.version >= since else before), len(out.shape))
+    return [out]
 
 
 @rule(*_BOOL_OUT, since=9)
@@ -55,6 +66,8 @@ def dropout(ctx):
 @rule("BatchNormalization", since=1)
 def batch_norm(ctx):
     data = ctx.input(0)
+    if data is not None and data.shape is not None and len(data.shape) < 2:
+        raise ctx.error(f"the input has rank {len(data.shape)}; BatchNormalization normalizes [N, C, ...] (rank 2 at least)")
     if data is None or len(ctx.node.output) > 1:
         return None  # training-mode outputs: onnx's inference knows their shapes
     return [Fact(dtype=data.dtype, shape=data.shape)]

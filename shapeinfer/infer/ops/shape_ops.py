@@ -57,8 +57,16 @@ def _partial_value(fact: Optional[Fact]) -> Optional[np.ndarray]:
     return obj_array([UNKNOWN] * math.prod(shape), shape)
 
 
+_CONSTANT_VALUES = ("value", "sparse_value", "value_int", "value_float", "value_ints", "value_floats", "value_string",
+                    "value_strings")
+
+
 @rule("Constant", since=1)
 def constant(ctx):
+    given = [a.name for a in ctx.node.attribute if a.name in _CONSTANT_VALUES]
+    if len(given) != 1:  # (onnxruntime refuses a Constant with none, or more than one)
+        raise ctx.error(f"a Constant holds exactly one value attribute; this one has {len(given)}"
+                        + (f" ({', '.join(given)})" if given else ""))
     for name in ("value", "sparse_value"):
         a = ctx.attr(name)
         if a is not None:
@@ -492,6 +500,8 @@ def constant_of_shape(ctx):
     spec = value_entries(ctx.input(0))
     attr = ctx.attr("value")
     dtype = attr.data_type if attr is not None else TensorProto.FLOAT
+    if attr is not None and math.prod(attr.dims) != 1:
+        raise ctx.error(f"value holds {math.prod(attr.dims)} elements; ConstantOfShape fills with one")
     if spec is None:
         f = ctx.input(0)
         if f is not None and f.shape is not None and len(f.shape) == 1 and isinstance(f.shape[0], int):
