@@ -319,3 +319,21 @@ def test_written_models_compute_the_same_at_onnxruntimes_default_level(case):
         got = _session(written, default_level=True).run(None, feeds)
         for w, g in zip(want, got):
             assert w.shape == g.shape and np.array_equal(w, g), (case, w, g)
+
+
+def test_a_reshape_entry_that_a_caller_may_override_is_not_decided():
+    """IR 3: the initializer c is also a graph input (its value is only a default), so the
+    second entry of the shape is not known. The zero-case test of the first entry (Size(x), 0
+    where batch is) read that unknown entry as a dim and raised AttributeError -- hidden until
+    raise mode as 'rule failed'."""
+    g = helper.make_graph(
+        [helper.make_node("Size", ["x"], ["n"]), helper.make_node("Unsqueeze", ["n"], ["u"], axes=[0]),
+         helper.make_node("Concat", ["u", "c"], ["s"], axis=0), helper.make_node("Reshape", ["x", "s"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TP.FLOAT, [2, "batch"]), helper.make_tensor_value_info("c", TP.INT64, [1])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, None)], [helper.make_tensor("c", TP.INT64, [1], [1])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 7)], ir_version=3)
+    shape = shapeinfer.infer(model).fact("y").shape
+    assert shape is not None and len(shape) == 2
+    for b in (1, 3):  # (at batch 0 the 0 entry copies the 2 of x: no run, as the spec says)
+        want = _session(model).run(None, {"x": np.zeros((2, b), np.float32)})[0].shape
+        assert int(evaluate(shape[0], {"batch": b})) == want[0]

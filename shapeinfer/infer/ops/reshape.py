@@ -305,6 +305,8 @@ def _zero_case_fails(spec, in_shape, i, nonneg=provably_nonneg) -> bool:
             continue  # a dim that has no value with the atom at 0 (a failed broadcast): no run
         outs = []
         for j, v in enumerate(zeroed):
+            if v is None:  # (an entry not known: not decided)
+                return False
             if v == 0:
                 if j >= len(ins):
                     return False
