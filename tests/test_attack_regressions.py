@@ -14,7 +14,7 @@ from onnx import helper, parser
 import shapeinfer
 from shapeinfer import ShapeInferenceError
 from shapeinfer.infer.facts import Fact
-from shapeinfer.symbolic import evaluate, sym
+from shapeinfer.symbolic import evaluate, free_symbols, sym
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -337,3 +337,68 @@ def test_a_reshape_entry_that_a_caller_may_override_is_not_decided():
     for b in (1, 3):  # (at batch 0 the 0 entry copies the 2 of x: no run, as the spec says)
         want = _session(model).run(None, {"x": np.zeros((2, b), np.float32)})[0].shape
         assert int(evaluate(shape[0], {"batch": b})) == want[0]
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_conv_transpose_same_with_a_kernel_narrower_than_its_stride(auto_pad):
+    """ConvTranspose with SAME: the spec's output is D*s with a total padding of
+    s*(D-1) + output_padding + K - D*s, negative when output_padding + K < s; onnxruntime clamps
+    that padding to 0 (output s*(D-1) + output_padding + K). Where they disagree the dim is left
+    unknown; everywhere else it is D*s. Family: stride x kernel x dilation x output_padding, each
+    at D = 1, 2, 5 and symbolic."""
+    for s in (1, 2, 3, 4):
+        for k in (1, 2, 3):
+            for d in (1, 2):
+                for op in range(s):
+                    K = (k - 1) * d + 1
+                    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[s], dilations=[d],
+                                            output_padding=[op], auto_pad=auto_pad)
+                    w = helper.make_tensor("w", TP.FLOAT, [1, 1, k], np.arange(1, k + 1, dtype=np.float32))
+                    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, "D"])],
+                                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], [w])
+                    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+                    dim = shapeinfer.infer(model).fact("y").shape[2]
+                    sess = _session(model)
+                    for D in (1, 2, 5):
+                        got = sess.run(None, {"x": np.ones((1, 1, D), np.float32)})[0].shape[2]
+                        if free_symbols(dim) - {"D"}:  # a fresh symbol: unknown
+                            assert op + K < s, (s, k, d, op)
+                        else:
+                            assert int(evaluate(dim, {"D": D})) == got, (s, k, d, op, D, dim, got)
+
+
+@pytest.mark.parametrize("trip", ["N", "N+1"])
+@pytest.mark.parametrize("early_exit", [False, True])
+def test_loop_scan_output_dims_where_the_loop_may_make_no_iteration(trip, early_exit):
+    """At 0 iterations no body ran: onnxruntime makes a scan output's dims past the first from
+    its own inference of the body's output, 0 where that is unknown (here the body's output is
+    declared [?]; the carried state makes it [1] for shapeinfer). Where the trip count may be 0,
+    those dims are not reported; where the Loop surely runs (N+1 trips), they are."""
+    cond = "cout = Less (i, lim)" if early_exit else "cout = Identity (cin)"
+    extra = "one64 = Constant <value: tensor = int64[1] {1}> ()\n m1 = Add (m, one64)\n mm = Squeeze (m1, ax)" \
+        if trip == "N+1" else "mm = Squeeze (s, ax)"
+    text = f"""
+    <ir_version: 8, opset_import: ["" : 17]>
+    agraph (float[N] x, int64 lim) => (float[?] acc, float[?,?] sc) {{
+       s = Shape (x)
+       ax = Constant <value: tensor = int64[1] {{0}}> ()
+       m = Identity (s)
+       {extra}
+       c = Constant <value: tensor = bool {{1}}> ()
+       z = Constant <value: tensor = float[1] {{0}}> ()
+       acc, sc = Loop (mm, c, z) <body: graph = b (int64 i, bool cin, float[?] a) => (bool cout, float[?] aout, float[?] so) {{
+          {cond}
+          one = Constant <value: tensor = float[1] {{1}}> ()
+          aout = Add (a, one)
+          so = Identity (aout)
+       }}>
+    }}"""
+    model = parser.parse_model(text)
+    shape = shapeinfer.infer(model).fact("sc").shape
+    sess = _session(model)
+    for n in (0, 1, 3):
+        got = sess.run(None, {"x": np.zeros(n, np.float32), "lim": np.array(100, np.int64)})[1].shape
+        for dim, want in zip(shape, got):
+            if dim is not None and not free_symbols(dim) - {"N"}:  # (a fresh symbol: any size)
+                assert int(evaluate(dim, {"N": n})) == want, (shape, got, n)
+    assert (shape[1] == 1) == (trip == "N+1"), shape  # (N+1 trips: the body runs at least once)

@@ -18,7 +18,7 @@ def _runner(model, engine):
     return lambda feeds: sess.run(None, feeds)
 
 
-def _check(model, feeds_list, names_of, expect_exact=(), engine="reference", assume_nonempty=False):
+def _check(model, feeds_list, names_of, expect_exact=(), engine="reference", assume_nonempty=False, unranked=()):
     result = shapeinfer.infer(model, assume_nonempty=assume_nonempty)
     run = _runner(model, engine)
     outputs = [o.name for o in model.graph.output]
@@ -27,6 +27,8 @@ def _check(model, feeds_list, names_of, expect_exact=(), engine="reference", ass
         binding = names_of(feeds)
         for out, arr in zip(outputs, run(feeds)):
             dims = result.shape(out)
+            if dims is None and out in unranked:
+                continue
             assert dims is not None and len(dims) == np.ndim(arr), (out, result.shape_strs(out))
             for d, n in zip(dims, np.shape(arr)):
                 if not result.is_unknown_dim(d):
@@ -151,9 +153,13 @@ g (float[N] x, int64 m) => (float acc, float ys) {
 def test_loop_carried_and_scan_outputs():
     model = parser.parse_model(LOOP_MODEL)
     feeds = [{"x": np.ones(n, np.float32), "m": np.array(k, np.int64)} for n, k in ((1, 1), (3, 2), (2, 4))]
-    r = _check(model, feeds, lambda f: {"N": f["x"].shape[0]}, expect_exact=["acc"])
+    r = _check(model, feeds, lambda f: {"N": f["x"].shape[0]}, expect_exact=["acc"], unranked=["ys"])
     assert r.shape_strs("acc") == ["N"]
-    assert r.shape_strs("ys")[1] == "N"
+    # m may be 0: then onnxruntime makes ys a tensor [0] (the body declares y a scalar, `float
+    # y`), not [0, N] -- ys's rank is not reported
+    assert r.fact("ys").shape is None
+    run = _runner(model, "onnxruntime")
+    assert run({"x": np.ones(3, np.float32), "m": np.array(0, np.int64)})[1].shape == (0,)
 
 
 FUNCTION_MODEL = """

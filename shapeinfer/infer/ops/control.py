@@ -109,12 +109,24 @@ def _per_iteration(ctx, f: Fact, mark: int, lead) -> Fact:
 @rule("Loop", since=1)
 def loop(ctx):
     """The Loop's outputs; its scan outputs unsure (Fact.unsure): at 0 iterations no body ran,
-    and onnxruntime gives them dims of its own."""
+    and onnxruntime gives them dims of its own (from its own inference of the body's output,
+    0 where that is unknown; the rank the body declares, a scalar [] making [0]), so where the
+    Loop may make no iteration their dims past the first are left unknown, and their rank too
+    where the body declares another rank or none."""
     outs = _loop(ctx)
     if outs is not None:
         n_carried = len(ctx.node.input) - 2
-        for f in outs[n_carried:]:
+        may_skip = _runs_never(ctx, ctx.input(0) if ctx.has_input(0) else None) != 0
+        body_outs = ctx.attr("body").output
+        for j, f in enumerate(outs[n_carried:]):
             if f is not None:
+                if may_skip and f.shape is not None:
+                    declared = body_outs[1 + n_carried + j].type if 1 + n_carried + j < len(body_outs) else None
+                    if declared is not None and declared.HasField("tensor_type") and declared.tensor_type.HasField("shape") \
+                            and len(declared.tensor_type.shape.dim) + 1 == len(f.shape):
+                        f.shape = f.shape[:1] + tuple(ctx.fresh("loop") for _ in f.shape[1:])
+                    else:  # at 0 iterations onnxruntime makes [0] + the body output's declared dims
+                        f.shape = None
                 ctx.unsure(f)
     return outs
 

@@ -8,7 +8,9 @@ For a spatial dim D, kernel k, dilation d, stride s and pads (b, e), with K = (k
   would start inside the end padding (onnxruntime's rule, PyTorch's too). Symbolically that
   correction can be ruled out when ``e + s <= K``; otherwise the dim is left unknown.
 - ConvTranspose: ``s*(D-1) + output_padding + K - b - e`` (or ``D*s`` with SAME), unless
-  ``output_shape`` is given.
+  ``output_shape`` is given. With SAME and ``output_padding + K < s`` the spec's total padding is
+  negative; onnxruntime clamps it to 0 and makes ``s*(D-1) + output_padding + K``, the spec's
+  formula says ``D*s``: that dim is left unknown.
 """
 
 from __future__ import annotations
@@ -119,7 +121,7 @@ def conv_transpose(ctx):
         D = data.shape[2 + i]
         K = (kernel[i] - 1) * dilations[i] + 1
         if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            out.append(mul(D, strides[i]))
+            out.append(mul(D, strides[i]) if opad[i] + K >= strides[i] else ctx.fresh())
         else:
             b, e = (0, 0) if auto_pad == "VALID" else (pads[i], pads[n + i])
             out.append(add(mul(strides[i], sub(D, 1)), opad[i] + K - b - e))
