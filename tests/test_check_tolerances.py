@@ -58,6 +58,10 @@ TOLERATED = {
                                              inits=[_ones4()], opsets=(("", 13),)),
     "missing-opset-import": _model([helper.make_node("Gelu", ["x"], ["y"], domain="com.microsoft")]),
     "initializer-not-input": _model([helper.make_node("Add", ["x", "s"], ["y"])], inits=[_ones4()], ir=3),
+    "old-ir-opset-import": _model([helper.make_node("Add", ["x", "x"], ["y"])], opsets=(("", 7),), ir=2),
+    "constant-type": _model([helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", T.INT64, [2], [0, -1])),
+                             helper.make_node("Reshape", ["x", "c"], ["y"])], opsets=(("", 5),), ir=3,
+                            outputs=[_y(shape=None)]),
 }
 
 REFUSED = {

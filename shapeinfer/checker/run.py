@@ -29,7 +29,8 @@ Warnings (the model runs, for some inputs or in some runtimes, or shapeinfer can
   equal only for some sizes: onnxruntime runs it and warns; consumers that trust declared shapes
   may fail), ``integer-overflow`` (a shape value that wraps at run time), the onnx.checker
   complaints onnxruntime tolerates (``unsorted-nodes``, ``missing-type``, ``missing-shape``,
-  ``runtime-op``, ``missing-opset-import``, ``initializer-not-input``), ``unknown-dims`` (a node
+  ``runtime-op``, ``missing-opset-import``, ``initializer-not-input``, ``old-ir-opset-import``,
+  ``constant-type``), ``unknown-dims`` (a node
   whose output dims no rule could express), ``huge-tensor`` (10^12 elements or more),
   ``unknown-op``, ``future-opset`` (newer than the installed onnx knows), ``inference-fallback``.
 With ``strict`` every warning counts as an error.
@@ -323,6 +324,13 @@ def _type_errors(model: ModelProto, report: CheckReport) -> None:
         elif kind == "TypeInferenceError" or "inconsistent type" in message or "type" in message.split(":")[0]:
             if "expected to have type but instead is null" in message:
                 continue  # follows from an unsorted graph or a missing type: reported as such
+            if op == "Constant" and "unsupported type" in message:
+                # Constant-1 lists float types only; onnxruntime makes every Constant an
+                # initializer at load and runs the model
+                report.add(WARNING, "constant-type", f"{message.strip()} (Constant before opset 9): onnxruntime "
+                           "makes it an initializer and runs the model; onnx.checker and other runtimes refuse it",
+                           node, op)
+                continue
             report.add(ERROR, "type-error", f"{message.strip()} (onnx type inference; onnxruntime refuses the model)",
                        node, op)
         # Its shape complaints are not findings: a declared shape is the declared-shape findings'

@@ -12,7 +12,10 @@ Measured with onnxruntime 1.31 (tests/test_check_tolerances.py keeps each rule h
 - onnxruntime's own ops saved in the default domain: SimplifiedLayerNormalization (its session
   optimizer writes it there), and LayerNormalization before opset 17 (its old contrib op);
 - a node of a domain the model imports no opset for;
-- (IR version below 4) an initializer that is not also a graph input.
+- (IR version below 4) an initializer that is not also a graph input;
+- (IR version below 3) an opset import, which that IR version did not have yet;
+- (found by type inference, checker/run.py) a Constant before opset 9 holding a tensor type
+  Constant-1 does not list (int64, ...): onnxruntime makes every Constant an initializer.
 Refused by onnxruntime although onnx.checker passes them (errors, found elsewhere): two nodes
 with the same name, declared types that contradict inference, inputs whose types disagree.
 """
@@ -142,6 +145,11 @@ def _initializers_as_inputs(model: ModelProto, match, facts) -> bool:
     return True
 
 
+def _opset_import_ir(model: ModelProto, match, facts) -> bool:
+    model.ir_version = 3
+    return True
+
+
 def _aliased_nodes(model: ModelProto, op: str) -> list:
     """The nodes of op written in domain "ai.onnx" (the default domain's other name)."""
     return [n for graph in graphs_of(model) for n in graph.node if n.op_type == op and n.domain == "ai.onnx"]
@@ -219,6 +227,9 @@ TOLERANCES = (
     Tolerance("initializer-not-input", re.compile(r"in initializer but not in graph input"),
               lambda m: "an initializer is not listed as a graph input, which IR versions below 4 require: "
                         "onnxruntime loads the model; onnx.checker refuses it", _initializers_as_inputs),
+    Tolerance("old-ir-opset-import", re.compile(r"IR version < 3 cannot have opset_import specified"),
+              lambda m: "the model's IR version is below 3, which had no opset imports, yet it imports one: "
+                        "onnxruntime loads the model with it; onnx.checker refuses it", _opset_import_ir),
 )
 
 
