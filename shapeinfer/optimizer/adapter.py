@@ -11,7 +11,8 @@ that knows more of the library than those classes' public fields lives below:
   skips (a sparse tensor: a ``HeldAttribute``), declared types of kinds it cannot write (an
   optional, a map), a call's overload, an initializer that is also a graph input (it drops the
   input). A subgraph initializer that reuses an outer name is refused here
-  (graph.structure.shadowed_name): the library resolves such a name to the outer tensor.
+  (graph.structure.shadowed_name): the library resolves such a name to the outer tensor, and
+  runtimes disagree on which one the body reads.
 - **export** (``export_model``): each node written once, in place, with the library's own
   converters (``export_graph``: the graph ``gs.export_onnx`` writes, less the value_info the
   optimizer drops -- tests/test_exporter.py compares them at every export), what the import
@@ -45,7 +46,7 @@ from onnx_graphsurgeon.logger import G_LOGGER
 from onnx_graphsurgeon.util.misc import SynchronizedList
 
 from ..errors import CannotDecide, ModelLoadError, UnsupportedModelError
-from ..graph.structure import node_label, shadowed_name
+from ..graph.structure import node_label, shadowed_name, shadowing_message
 from ..infer.protos import clear_negative_dims
 from ..modelio.tensors import read_tensor
 
@@ -89,7 +90,7 @@ def import_model(model: ModelProto, *, move_constant: Optional[Callable] = None,
     (graph.structure.validate_structure), whose names are not read again.
 
     Raises UnsupportedModelError for a subgraph initializer that reuses a name the graphs around
-    it define (graph.structure.shadowed_name), ModelLoadError for a declared dim that is not UTF-8."""
+    it define (graph.structure.SHADOWING), ModelLoadError for a declared dim that is not UTF-8."""
     G_LOGGER.severity = G_LOGGER.ERROR  # its warnings (and its hint to install colors) are not ours
     graph, tensors, pairs = build_graph(model, move_constant, io)
     nodes = list(all_nodes(graph))
@@ -194,15 +195,15 @@ def build_graph(model: ModelProto, move_constant: Optional[Callable] = None, io=
 
 
 def _import_onnx(model: ModelProto) -> Graph:
-    """``gs.import_onnx``, for a model without a subgraph initializer that shadows an outer name
-    (graph.structure.shadowed_name): the library resolves such a name to the outer tensor."""
+    """``gs.import_onnx``, for a model without a subgraph initializer that shadows an outer name:
+    the library resolves such a name to the outer tensor, and runtimes disagree on which one
+    the body reads -- a rewrite could change what the model computes wherever it runs."""
     shadow = shadowed_name(model.graph)
     if shadow is not None:
         name, node = shadow
         raise UnsupportedModelError(
-            f"node {node_label(node)!r} ({node.op_type}): a subgraph of it holds an initializer {name!r}, a name the "
-            "graph around it defines too: onnxruntime reads the inner one there, but optimize's graph library would "
-            "read the outer one and change what the model computes; rename one of them (nothing written)")
+            f"node {node_label(node)!r} ({node.op_type}): {shadowing_message(name)}; optimize declines such a model: "
+            "rename one of them (nothing written)")
     return import_onnx(model)
 
 
