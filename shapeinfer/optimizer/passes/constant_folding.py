@@ -177,8 +177,8 @@ _ITEMSIZE = {TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8, TensorProto.FLOAT16: 2
 def movable_value(proto, budget: int) -> bool:
     """Whether a Constant node's ``value`` tensor is moved as it is to the node's output: stored
     in the model, of a plain type, within the budget (as _too_costly measures it: larger than
-    the budget, with no input, is too costly). Used here and by the importer, which moves such
-    tensors as it builds the graph (adapter.build_graph)."""
+    the budget, with no input, is too costly). Used here and by the import, which moves such
+    tensors as it builds the graph (adapter.build_graph, given this as its predicate)."""
     if proto.data_location == TensorProto.EXTERNAL:
         return False
     size = _ITEMSIZE.get(proto.data_type)  # (tensor_nbytes, for these types, without a dtype lookup)
