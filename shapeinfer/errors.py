@@ -28,9 +28,10 @@ class UsageError(ValueError):
 
 
 class UnsupportedModelError(ValueError):
-    """A valid model that optimize cannot rewrite without changing what it computes (a body
-    initializer shadowing an outer name, which its graph library resolves to the outer tensor).
-    The message names the node and says what to change; nothing is written."""
+    """A valid model that optimize cannot rewrite without changing what it computes on some
+    runtime (a body initializer shadowing an outer name: runtimes disagree on which tensor the
+    body reads, graph.structure.SHADOWING). The message names the node and says what to change;
+    nothing is written."""
 
 
 class ModelLoadError(ValueError):

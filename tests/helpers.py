@@ -77,3 +77,24 @@ def generated_models(env_name: str, default: int):
         except Exception:  # noqa: BLE001 -- a recipe that does not apply to this seed
             continue
         yield seed, model
+
+
+def fold_one(op, inputs, attrs=None, opset=18, n_out=1, fold_float_math=False):
+    """shapeinfer.fold.folder.fold_node on a node of the default domain given as plain data:
+    inputs ``in0``, ``in1``... (None: omitted), outputs ``out0``..., ``attrs`` by name (an array
+    is a tensor attribute). Its NodeProto, for onnx.reference, is built only when asked for."""
+    from shapeinfer.fold.folder import fold_node
+
+    attrs = dict(attrs or {})
+
+    def proto():
+        names = [f"in{k}" if a is not None else "" for k, a in enumerate(inputs)]
+        plain = {k: numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v for k, v in attrs.items()
+                 if not (isinstance(v, list) and not v)}
+        node = helper.make_node(op, names, [f"out{k}" for k in range(n_out)], **plain)
+        for k, v in attrs.items():  # an empty list has no type of its own: say it is INTS
+            if isinstance(v, list) and not v:
+                node.attribute.append(helper.make_attribute(k, [], attr_type=onnx.AttributeProto.INTS))
+        return node
+
+    return fold_node(op, "", attrs, list(inputs), n_out, opset, {"": opset}, 10, fold_float_math, node_proto=proto)

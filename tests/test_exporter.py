@@ -1,7 +1,7 @@
-"""The optimizer's exporter writes the graph gs.export_onnx writes, less the main graph's
-value_info (which the optimizer drops): at every export optimize makes -- of every fixture, of
-generated graphs, of graphs with subgraphs, functions, sparse initializers and attributes of
-every kind -- both are run and their graphs' bytes compared."""
+"""The adapter's export (optimizer/adapter.py, export_graph) writes the graph gs.export_onnx
+writes, less the main graph's value_info (which the optimizer drops): at every export optimize
+makes -- of every fixture, of generated graphs, of graphs with subgraphs, functions, sparse
+initializers and attributes of every kind -- both are run and their graphs' bytes compared."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, parser
 
 import shapeinfer
-from shapeinfer.optimizer import exporter, manager
+from shapeinfer.optimizer import adapter
 from tests.helpers import bench_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,8 +26,8 @@ def compared(monkeypatch):
     """Every export optimize makes is also made by gs.export_onnx; the list of graphs compared."""
     seen = []
 
-    def both(gs_module, graph):
-        ours = exporter.export_model(gs_module, graph)
+    def both(graph):
+        ours = export_graph(graph)
         theirs = gs.export_onnx(graph, do_type_check=False).graph
         theirs.ClearField("value_info")
         assert ours.graph.SerializeToString() == theirs.SerializeToString()
@@ -35,7 +35,8 @@ def compared(monkeypatch):
         seen.append(graph.name)
         return ours
 
-    monkeypatch.setattr(manager, "export_model", both)
+    export_graph = adapter.export_graph
+    monkeypatch.setattr(adapter, "export_graph", both)
     return seen
 
 

@@ -41,7 +41,6 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from shapeinfer.fold.folder import fold_node
 from shapeinfer.fold.kernels import Inexact, NotFoldable
 from tests.fold_values import (
     BF16,
@@ -55,6 +54,7 @@ from tests.fold_values import (
     int_pool,
     round_to,
 )
+from tests.helpers import fold_one
 
 ort = pytest.importorskip("onnxruntime")
 from tests.ort_oracle import OrtRefused, array_bytes, run_node  # noqa: E402
@@ -76,14 +76,8 @@ def _rng(*key):
 
 def fold(op, inputs, attrs=None, opset=ORT_OPSET, n_out=1, fold_float_math=False):
     """(outputs, None) when folded, (None, the NotFoldable) when declined."""
-    import onnx_graphsurgeon as gs
-
-    node = gs.Node(op=op, attrs=dict(attrs or {}),
-                   inputs=[gs.Constant(f"in{k}", a) if a is not None else gs.Variable.empty()
-                           for k, a in enumerate(inputs)],
-                   outputs=[gs.Variable(f"out{k}") for k in range(n_out)])
     try:
-        out = fold_node(node, list(inputs), opset, {"": opset}, 10, fold_float_math)
+        out = fold_one(op, inputs, attrs, opset, n_out, fold_float_math)
     except NotFoldable as e:
         return None, e
     assert out is not None, f"{op}: neither folded nor declined with a reason"

@@ -1,6 +1,6 @@
-"""The optimizer's importer builds the onnx-graphsurgeon graph gs.import_onnx builds: exported
-again, both give the same bytes -- on every fixture, on generated graphs, and on graphs the fast
-path hands to gs.import_onnx (subgraphs, functions)."""
+"""The adapter's import (optimizer/adapter.py, build_graph) builds the onnx-graphsurgeon graph
+gs.import_onnx builds: exported again, both give the same bytes -- on every fixture, on generated
+graphs, and on graphs the fast path hands to gs.import_onnx (subgraphs, functions)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import shapeinfer
 import pytest
 from onnx import TensorProto, helper
 
-from shapeinfer.optimizer.importer import import_model
+from shapeinfer.optimizer.adapter import build_graph
 from tests.helpers import bench_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,7 +22,7 @@ FIXTURES = sorted(glob.glob(os.path.join(HERE, "..", "fixtures", "**", "*.onnx")
 
 
 def _same(model):
-    ours = gs.export_onnx(import_model(gs, model)[0], do_type_check=False)
+    ours = gs.export_onnx(build_graph(model)[0], do_type_check=False)
     theirs = gs.export_onnx(gs.import_onnx(model), do_type_check=False)
     assert ours.SerializeToString() == theirs.SerializeToString()
 
@@ -72,7 +72,7 @@ def test_odd_graphs_import_as_onnx_graphsurgeon_imports_them():
 
 
 def test_an_empty_list_attribute_after_a_moved_constant_is_exported_with_its_type():
-    """The importer makes small Constant nodes constants (no gs node): the nodes after one are
+    """The import makes small Constant nodes constants (no gs node): the nodes after one are
     paired with their NodeProto as built, not by position, or an empty ``axes`` list lands on
     the wrong node and the export fails (found by the adversarial harness, seed 20170)."""
 

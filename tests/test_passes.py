@@ -534,10 +534,13 @@ def test_dedupe_value_key_from_raw_bytes_is_the_arrays_key(dtype):
     """dedupe reads a small constant's key off its TensorProto's raw bytes where they are the
     array's bytes: it must be the key the converted array gives (or equal constants stored
     both ways would not merge, and unequal ones might)."""
-    import onnx_graphsurgeon as gs
-    from onnx_graphsurgeon.ir.tensor import LazyValues
-
+    from shapeinfer.optimizer.adapter import Variable, take_value
     from shapeinfer.optimizer.passes import cleanup_passes
+
+    def constant(proto):  # (a constant reading the TensorProto as it is stored, as imported)
+        c = Variable("c")
+        take_value(c, proto)
+        return c
 
     rng = np.random.default_rng(5)
     for shape in [(), (0,), (3,), (2, 3)]:
@@ -546,14 +549,14 @@ def test_dedupe_value_key_from_raw_bytes_is_the_arrays_key(dtype):
         assert proto.HasField("raw_data")
         arr = numpy_helper.to_array(proto)
         want = (str(arr.dtype), arr.shape, arr.tobytes())
-        assert cleanup_passes._value_key(gs.Constant("c", LazyValues(proto))) == want
+        assert cleanup_passes._value_key(constant(proto)) == want
         typed = numpy_helper.from_array(a, "c")  # the same value in the typed fields: converted
         typed.ClearField("raw_data")
         field = {np.float32: "float_data", np.float64: "double_data", np.int64: "int64_data",
                  np.uint64: "uint64_data"}.get(dtype)
         if field is not None:
             getattr(typed, field).extend(a.reshape(-1).tolist())
-            assert cleanup_passes._value_key(gs.Constant("c", LazyValues(typed))) == want
+            assert cleanup_passes._value_key(constant(typed)) == want
 
 
 
@@ -580,14 +583,13 @@ def test_a_shape_value_past_int32_stays_computed():
 
 
 def test_unloadable_constant_reasons():
-    import onnx_graphsurgeon as gs
-
+    from shapeinfer.optimizer.adapter import Node, Variable
     from shapeinfer.optimizer.passes.graph_ops import unloadable_constant
 
-    reps = gs.Variable("reps", dtype=np.int64)
-    gs.Node("Tile", inputs=[gs.Variable("x"), reps], outputs=[gs.Variable("y")])
-    ends = gs.Variable("ends", dtype=np.int64)
-    gs.Node("Slice", inputs=[gs.Variable("x"), gs.Variable("s"), ends], outputs=[gs.Variable("z")])
+    reps = Variable("reps", dtype=np.int64)
+    Node("Tile", inputs=[Variable("x"), reps], outputs=[Variable("y")])
+    ends = Variable("ends", dtype=np.int64)
+    Node("Slice", inputs=[Variable("x"), Variable("s"), ends], outputs=[Variable("z")])
     big = np.array([2**31, 1], np.int64)
     assert "Tile" in unloadable_constant(reps, big)
     assert unloadable_constant(reps, np.array([2**31 - 1, -(2**31 - 1)], np.int64)) == ""

@@ -18,20 +18,17 @@ from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
-import onnx_graphsurgeon as gs
 import pytest
 
-from shapeinfer.fold.folder import fold_node
 from shapeinfer.fold.kernels import NotFoldable
+from tests.helpers import fold_one
 
 F16, F32, BF16 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16)
 CASES = 60  # generated inputs per op and type
 
 
 def _fold(op, inputs, attrs, opset=18):
-    ins = [gs.Constant(f"in{i}", a) for i, a in enumerate(inputs)]
-    node = gs.Node(op=op, attrs=dict(attrs), inputs=ins, outputs=[gs.Variable("out")])
-    return fold_node(node, inputs, opset, {"": opset}, 10, fold_float_math=True)
+    return fold_one(op, inputs, attrs, opset, fold_float_math=True)
 
 
 def _ulp(value: float, dt) -> float:

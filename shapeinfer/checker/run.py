@@ -30,7 +30,9 @@ Warnings (the model runs, for some inputs or in some runtimes, or shapeinfer can
   may fail), ``integer-overflow`` (a shape value that wraps at run time), the onnx.checker
   complaints onnxruntime tolerates (``unsorted-nodes``, ``missing-type``, ``missing-shape``,
   ``runtime-op``, ``missing-opset-import``, ``initializer-not-input``, ``old-ir-opset-import``,
-  ``constant-type``), ``unknown-dims`` (a node
+  ``constant-type``), ``shadowed-initializer``
+  (a subgraph initializer reusing a name the graph around it defines: runtimes disagree on which
+  tensor the subgraph reads, graph.structure.SHADOWING), ``unknown-dims`` (a node
   whose output dims no rule could express), ``huge-tensor`` (10^12 elements or more),
   ``unknown-op``, ``future-opset`` (newer than the installed onnx knows), ``inference-fallback``.
 With ``strict`` every warning counts as an error.
@@ -48,7 +50,7 @@ import onnx
 from onnx import ModelProto
 
 from ..errors import ModelLoadError, ShapeInferenceError, raise_mode
-from ..graph.structure import graphs_of, node_label, structure_problems
+from ..graph.structure import graphs_of, node_label, shadowed_names, shadowing_message, structure_problems
 from ..infer.engine import Engine
 from ..infer.facts import dtype_name
 from ..infer.result import InferenceResult
@@ -184,6 +186,9 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
         structural = True
     if structural and any(f.code == "not-a-dag" for f in report.findings):
         return  # no order to walk in
+    for name, node in shadowed_names(m.graph):
+        report.add(WARNING, "shadowed-initializer", f"{shadowing_message(name)}; rename one of them (shapeinfer "
+                   "optimize declines such a model)", node_label(node), node.op_type)
     for node, where in _undefined_local_calls(m):
         overload = getattr(node, "overload", "")
         report.add(ERROR, "undefined-function", f"calls {node.domain}.{node.op_type}"

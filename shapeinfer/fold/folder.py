@@ -12,26 +12,29 @@ default mode. Non-deterministic ops are never folded. The value kernels are held
 type constraints at the model's opset (Round takes bfloat16 from opset 22 only); the data
 movement kernels fold any element type (the bits land where the op puts them).
 
-Values keep their exact element type: constants are read with ``onnx.numpy_helper`` (through
-the TensorProto onnx-graphsurgeon keeps for them, so bfloat16/float8/int4 stay what they are)
-and written back the same way. Nothing is folded whose output would be much larger than its
-inputs (the budget). A constant stored as external data is never read here (onnx would resolve
-its location against the working directory, not the model's folder): it is not folded, and
-neither is a node whose attributes or bodies hold one.
+A node is given as plain data -- its op and domain, its attributes (a tensor as its array),
+its input arrays, its number of outputs, and, for onnx.reference, a way to build its NodeProto
+-- so this package knows no graph library: the optimizer's adapter (optimizer/adapter.py) reads
+a node of its graph into these, and inference calls ``exact_value`` with its own. Values keep
+their exact element type (read and written with ``onnx.numpy_helper``, so bfloat16/float8/int4
+stay what they are). Nothing is folded whose output would be much larger than its inputs (the
+budget). A constant stored as external data is never read (onnx would resolve its location
+against the working directory, not the model's folder): a node that reads one is not folded,
+and neither is one whose attributes or bodies hold one.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import NodeProto, helper
 
 from . import arith, casts  # noqa: F401  (their kernels register in KERNELS)
 from ..errors import CannotDecide
-from ..modelio.tensors import onnx_type, read_tensor
+from ..modelio.tensors import onnx_type
 from ..modelio.external import external_tensors
 from .kernels import KERNELS, MOVEMENT_OPS, FoldError, Inexact, NotFoldable
 from .precise import PRECISE, upcast_inputs
@@ -70,27 +73,6 @@ def not_exact_reason(op: str, domain: str) -> str:
 DEFAULT_BUDGET_BYTES = 16 * 1024
 
 
-def constant_array(tensor) -> np.ndarray:
-    """The exact values of a onnx-graphsurgeon Constant. Raises CannotDecide: "external-data" for
-    one stored as external data -- never read here: onnx's reader would look for its file in
-    the working directory --, "element-type" for one that is not what it says or that NumPy
-    cannot hold (modelio.tensors.read_tensor)."""
-    from onnx_graphsurgeon.ir.tensor import LazyValues
-
-    values = tensor._values
-    if isinstance(values, LazyValues):
-        return read_tensor(values.tensor)
-    return np.asarray(values)
-
-
-def constant_values(arr: np.ndarray, name: str):
-    """LazyValues holding arr exactly (its TensorProto is what gets exported)."""
-    from onnx_graphsurgeon.ir.tensor import LazyValues
-
-    # (np.ascontiguousarray would turn a 0-d array into a 1-d one)
-    return LazyValues(numpy_helper.from_array(np.array(arr, copy=True, order="C") if arr.dtype != object else arr, name))
-
-
 def nbytes(arr: np.ndarray) -> int:
     if arr.dtype == object:
         return sum(len(v) if isinstance(v, (bytes, str)) else 8 for v in arr.reshape(-1))
@@ -104,53 +86,6 @@ def within_budget(outputs, inputs, budget: int, op: str = "") -> bool:
         return True
     in_bytes = sum(nbytes(a) for a in inputs if a is not None)
     return all(nbytes(o) <= max(in_bytes, budget) for o in outputs)
-
-
-def _attrs(node) -> dict:
-    """The node's attributes, a tensor one as its array; NotFoldable for a tensor stored as
-    external data."""
-    import onnx_graphsurgeon as gs
-
-    out = {}
-    for k, v in node.attrs.items():
-        if isinstance(v, gs.Constant):
-            try:
-                v = constant_array(v)
-            except CannotDecide as e:
-                raise NotFoldable(f"its attribute {k!r}: {e}") from None
-        out[k] = v
-    return out
-
-
-def outer_variables(node, names=None) -> list:
-    """Non-constant tensors of the enclosing graphs that node's subgraphs (those of the
-    attributes in ``names``, if given) read. A node with any cannot be folded (constants are
-    exported with the subgraph that reads them)."""
-    import onnx_graphsurgeon as gs
-
-    found: dict = {}
-    for k, v in node.attrs.items():
-        if isinstance(v, gs.Graph) and (names is None or k in names):
-            _outer_reads(gs, v, frozenset(), found)
-    return list(found.values())
-
-
-def _outer_reads(gs, graph, enclosing: frozenset, found: dict) -> None:
-    """Into found: the tensors graph reads (or returns) that neither it nor ``enclosing`` makes.
-    (A module-level function: a nested recursive one is a reference cycle per call.)"""
-    local = set(enclosing) | {t.name for t in graph.inputs}
-    for n in graph.nodes:
-        local.update(t.name for t in n.outputs)
-    for n in graph.nodes:
-        for t in n.inputs:
-            if not t.is_empty() and t.name not in local and not isinstance(t, gs.Constant):
-                found.setdefault(t.name, t)
-        for v in n.attrs.values():
-            if isinstance(v, gs.Graph):
-                _outer_reads(gs, v, frozenset(local), found)  # a nested body sees this body's tensors
-    for t in graph.outputs:  # a body may return an outer tensor as it is
-        if t.name not in local and not isinstance(t, gs.Constant):
-            found.setdefault(t.name, t)
 
 
 @functools.lru_cache(maxsize=None)
@@ -242,51 +177,69 @@ def _kernel_knows(op: str, version: int) -> bool:
     return since is not None and since <= KERNEL_VERSIONS.get(op, 0)
 
 
-def fold_node(node, inputs: list, version: int, opsets: dict, ir_version: int,
-              fold_float_math: bool = False) -> Optional[list]:
-    """Output arrays of node for constant inputs, or None when it cannot be folded.
+def _readable(attrs: dict) -> dict:
+    """A copy of the attributes for a kernel; NotFoldable for a tensor attribute that could not
+    be read (given as its CannotDecide: stored as external data, or not what it says)."""
+    for k, v in attrs.items():
+        if isinstance(v, CannotDecide):
+            raise NotFoldable(f"its attribute {k!r}: {v}")
+    return dict(attrs)
+
+
+def fold_node(op: str, domain: Optional[str], attrs: dict, inputs: list, num_outputs: int, version: int,
+              opsets: dict, ir_version: int, fold_float_math: bool = False,
+              node_proto: Optional[Callable[[], NodeProto]] = None) -> Optional[list]:
+    """Output arrays of a node for constant inputs, or None when it cannot be folded.
+
+    The node as plain data: ``op`` and ``domain`` (None, "" or "ai.onnx" for the default one);
+    ``attrs``, its attributes by name (ints, floats, strings, lists of them; a tensor as its
+    array, or as the CannotDecide that reading it raised -- the node is then not folded, with
+    that reason); ``inputs``, an array per input (None for an omitted one); ``num_outputs``.
+    ``node_proto``: builds the node's NodeProto (its inputs and outputs named), which only
+    onnx.reference reads -- under ``fold_float_math``, for an op without an exact kernel (a
+    node with a body among them); without it such a node is not folded.
 
     Raises FoldError when the inputs break the op's rule, NotFoldable when the result is not
     defined for them or not the same on every runtime -- its subclass Inexact when the
     difference is float math that ``fold_float_math`` accepts (then nothing is raised: the
     NumPy kernel or onnx.reference computes it)."""
-    if node.op in NONDETERMINISTIC:
-        raise NotFoldable(f"{node.op} is non-deterministic")
-    if node.op in NEVER_FOLD:
+    if op in NONDETERMINISTIC:
+        raise NotFoldable(f"{op} is non-deterministic")
+    if op in NEVER_FOLD:
         return None
-    default_domain = node.domain in (None, "", "ai.onnx")
-    if default_domain and node.op not in MOVEMENT_OPS:
-        why = type_error(node.op, inputs, version)
+    default_domain = domain in (None, "", "ai.onnx")
+    if default_domain and op not in MOVEMENT_OPS:
+        why = type_error(op, inputs, version)
         if why:
             raise NotFoldable(why)
-    fn = KERNELS.get(node.op) if default_domain else None
+    fn = KERNELS.get(op) if default_domain else None
     if fn is not None:
-        if not _kernel_knows(node.op, version):
-            raise NotFoldable(f"{node.op} of opset {version} is newer than its kernel (written for version "
-                              f"{KERNEL_VERSIONS.get(node.op)} and before)")
-        attrs = _attrs(node)
-        attrs["_num_outputs"] = len(node.outputs)
+        if not _kernel_knows(op, version):
+            raise NotFoldable(f"{op} of opset {version} is newer than its kernel (written for version "
+                              f"{KERNEL_VERSIONS.get(op)} and before)")
+        kernel_attrs = _readable(attrs)
+        kernel_attrs["_num_outputs"] = num_outputs
         try:
             with np.errstate(all="ignore"):  # the kernels test the cases that matter themselves
-                return fn(attrs, inputs, version)
+                return fn(kernel_attrs, inputs, version)
         except Inexact:
             if not fold_float_math:
                 raise
     elif not fold_float_math:
-        raise Inexact(not_exact_reason(node.op, node.domain))
+        raise Inexact(not_exact_reason(op, domain))
     if default_domain:  # float math with a stated bound (precise.py)
-        precise = PRECISE.get(node.op)
+        precise = PRECISE.get(op)
         if precise is not None:
             with np.errstate(all="ignore"):
-                got = precise(_attrs(node), inputs, version)
+                got = precise(_readable(attrs), inputs, version)
             if got is not None:
                 return got
-        upcast = upcast_inputs(node.op, inputs)
+        upcast = upcast_inputs(op, inputs)
         if upcast is not None:
             wide, narrow = upcast
-            got = _fold_with_reference(node, wide, opsets, ir_version)
+            got = _fold_with_reference(node_proto, wide, opsets, ir_version)
             return None if got is None else [r.astype(narrow) if r.dtype == np.float64 else r for r in got]
-    return _fold_with_reference(node, inputs, opsets, ir_version)
+    return _fold_with_reference(node_proto, inputs, opsets, ir_version)
 
 
 def reference_run(model, feeds: dict) -> Optional[list]:
@@ -302,21 +255,22 @@ def reference_run(model, feeds: dict) -> Optional[list]:
         return None
 
 
-def _fold_with_reference(node, inputs: list, opsets: dict, ir_version: int) -> Optional[list]:
-    from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
-
-    proto = OnnxExporter.export_node(node)
+def _fold_with_reference(node_proto: Optional[Callable[[], NodeProto]], inputs: list, opsets: dict,
+                         ir_version: int) -> Optional[list]:
+    if node_proto is None:
+        return None
+    proto = node_proto()
     feeds = {}
     graph_inputs = []
-    for t, arr in zip(node.inputs, inputs):
-        if t.is_empty() or arr is None or t.name in feeds:
+    for name, arr in zip(proto.input, inputs):
+        if not name or arr is None or name in feeds:
             continue
         elem = onnx_type(arr.dtype)
         if elem is None:
             return None
-        graph_inputs.append(helper.make_tensor_value_info(t.name, elem, list(arr.shape)))
-        feeds[t.name] = arr
-    outputs = [helper.make_empty_tensor_value_info(t.name) for t in node.outputs]
+        graph_inputs.append(helper.make_tensor_value_info(name, elem, list(arr.shape)))
+        feeds[name] = arr
+    outputs = [helper.make_empty_tensor_value_info(name) for name in proto.output]
     graph = helper.make_graph([proto], "fold", graph_inputs, outputs)
     model = helper.make_model(
         graph,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from itertools import chain
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 import onnx
 from onnx import ModelProto
@@ -20,8 +20,9 @@ from ..errors import ModelLoadError, ShapeInferenceError
 from ..modelio.tensors import node_label, stored_tensor_problems
 from ..modelio.text import as_text
 
-__all__ = ["NodeIO", "Problem", "find_cycle", "graphs_of", "implicit_inputs", "node_label", "shadowed_name",
-           "structure_problems", "subgraphs_of", "topological_order", "validate_structure"]
+__all__ = ["SHADOWING", "NodeIO", "Problem", "find_cycle", "graphs_of", "implicit_inputs", "node_label",
+           "shadowed_name", "shadowed_names", "shadowing_message", "structure_problems", "subgraphs_of",
+           "topological_order", "validate_structure"]
 
 
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
@@ -173,11 +174,26 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
     return found
 
 
-def shadowed_name(graph) -> Optional[tuple]:
-    """(name, node) for the first subgraph (of ``node``) holding an initializer whose name the
-    graphs around it define too, else None. onnxruntime reads the inner one there; onnx-
-    graphsurgeon's importer resolves an initializer's name to the outer tensor. (A body input of
-    an outer name is a tensor of its own there; a node output of one, onnxruntime refuses.)"""
+# What runtimes do with a subgraph initializer that reuses a name the graphs around it define
+# (tests/test_shadowed_initializer.py runs each case in onnxruntime and onnx.reference).
+SHADOWING = ("runtimes disagree on which of the two tensors the subgraph reads: onnxruntime 1.32 reads the inner "
+             "one in a Loop or Scan body and in an If branch whose sibling branch does not read the name; when the "
+             "sibling reads it, the answer depends on the optimisation level and the graph (with optimisations off "
+             "the outer one; where its constant folding reaches the branch, the inner one); onnx.reference reads "
+             "the outer one")
+
+
+def shadowing_message(name: str) -> str:
+    """What is wrong with a node whose subgraph holds an initializer ``name`` that an enclosing
+    graph defines too (check's warning and optimize's refusal say it alike)."""
+    return f"a subgraph of it holds an initializer {name!r}, a name the graph around it defines too: {SHADOWING}"
+
+
+def shadowed_names(graph) -> Iterator[tuple]:
+    """(name, node) for each subgraph (of ``node``, at any depth) holding an initializer whose
+    name the graphs around it define too, in the order found -- ambiguous: see SHADOWING (and
+    onnx-graphsurgeon resolves such a name to the outer tensor). A body input of an outer name
+    is a tensor of its own to every runtime; a node output of one, onnxruntime refuses."""
     stack = [(graph, frozenset())]
     while stack:
         g, outer = stack.pop()
@@ -189,11 +205,15 @@ def shadowed_name(graph) -> Optional[tuple]:
             scope = outer | here
             for body in subgraphs_of(n):
                 defined = chain((t.name for t in body.initializer), (t.values.name for t in body.sparse_initializer))
-                clash = next((d for d in defined if d in scope), None)
-                if clash is not None:
-                    return clash, n
+                for d in defined:
+                    if d in scope:
+                        yield d, n
                 stack.append((body, scope))
-    return None
+
+
+def shadowed_name(graph) -> Optional[tuple]:
+    """The first of shadowed_names(graph), else None."""
+    return next(shadowed_names(graph), None)
 
 
 def find_cycle(nodes, ins, producer: dict) -> Optional[list]:

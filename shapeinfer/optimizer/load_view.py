@@ -20,7 +20,8 @@ from onnx import ModelProto, TensorProto, helper
 from onnx.checker import ValidationError
 from onnx.shape_inference import InferenceError, infer_shapes
 
-from ..fold.folder import NONDETERMINISTIC, outer_variables
+from ..fold.folder import NONDETERMINISTIC
+from .adapter import Constant, Graph, Variable, outer_variables
 
 # An initializer this small may be a value onnx's inference reads (a Reshape shape, Tile
 # repeats, pads, axes): the light copy keeps it. A larger one is a typed input there.
@@ -126,12 +127,12 @@ def visible_tensors(varying: list, facts, view: dict) -> frozenset:
     return frozenset(out)
 
 
-def varying_tensors(gs, graph) -> tuple:
+def varying_tensors(graph) -> tuple:
     """(the Variables of graph and its bodies whose values vary with the model's inputs, the ids
     of the other Variables -- computed from constants alone, which folding may make constants:
     an If condition among them may yet be decided). A tensor the passes make later is in
     neither."""
-    varying = _varying(gs, graph)
+    varying = _varying(graph)
     ids = {id(t) for t in varying}
     fixed: set = set()
     stack = [graph]
@@ -140,17 +141,17 @@ def varying_tensors(gs, graph) -> tuple:
         for n in g.nodes:
             fixed.update(id(t) for t in n.outputs if id(t) not in ids and not t.is_empty())
             if n.attrs:
-                stack.extend(v for v in n.attrs.values() if isinstance(v, gs.Graph))
+                stack.extend(v for v in n.attrs.values() if isinstance(v, Graph))
     return varying, frozenset(fixed)
 
 
-def _varying(gs, graph) -> list:
+def _varying(graph) -> list:
     """The Variables of graph and its bodies whose values depend on the model's inputs (or on a
     body's inputs, a random op, a tensor nothing makes): no pass can make one a constant."""
     found: dict = {id(t): t for t in graph.inputs}
 
     def varies(t) -> bool:
-        return id(t) in found or (isinstance(t, gs.Variable) and not t.inputs and not t.is_empty())
+        return id(t) in found or (isinstance(t, Variable) and not t.inputs and not t.is_empty())
 
     stack = [iter(graph.nodes)]
     while stack:
@@ -158,11 +159,11 @@ def _varying(gs, graph) -> list:
         if n is None:
             stack.pop()
             continue
-        bodies = [v for v in n.attrs.values() if isinstance(v, gs.Graph)] if n.attrs else ()
+        bodies = [v for v in n.attrs.values() if isinstance(v, Graph)] if n.attrs else ()
         if n.op in NONDETERMINISTIC or any(varies(t) for t in n.inputs) \
                 or (bodies and any(varies(t) for t in outer_variables(n))):
             found.update((id(t), t) for t in n.outputs)
         for body in bodies:  # (walked next: a body reads only what was made before its node)
             found.update((id(t), t) for t in body.inputs)
             stack.append(iter(body.nodes))
-    return [t for t in found.values() if not t.is_empty() and not isinstance(t, gs.Constant)]
+    return [t for t in found.values() if not t.is_empty() and not isinstance(t, Constant)]

@@ -5,35 +5,37 @@ passes and options to a ``PassManager``, whose ``run(model)`` does the work. Inf
 strict, or uses the opt-in ``assume_nonempty`` (reported). The model's opset imports, IR
 version, metadata, doc strings, model-local functions and external data references are kept.
 Inference runs once; the passes then repeat on the onnx-graphsurgeon graph until none changes
-anything, and dead nodes are dropped at the end.
+anything, and dead nodes are dropped at the end. Importing the graph, exporting it and freeing
+it are the adapter's (optimizer/adapter.py, the one module that knows onnx-graphsurgeon).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Callable, Optional
 
-from onnx import AttributeProto, ModelProto, helper
+from onnx import ModelProto, helper
 
-from ..errors import ModelLoadError, UnsupportedModelError, UsageError
+from ..errors import ModelLoadError, UsageError
 from ..infer.overrides import check_input_shapes
 from ..infer.dim_names import identifier_dim_names
 from ..infer.run import check_dim_names, infer
 from ..symbolic import to_str
 from ..modelio.load import load_model
-from ..graph.structure import functions_holding_if, node_label, shadowed_name, topological_order, validate_structure
+from ..graph.structure import functions_holding_if, topological_order, validate_structure
 from ..infer.engine import paused_gc
-from ..infer.protos import clear_negative_dims
 from ..infer.unreached import onnx_rejections
 from ..fold.folder import DEFAULT_BUDGET_BYTES
-from .exporter import export_model
-from .importer import import_model
+from . import adapter
+from .adapter import Constant
 from .load_view import runtime_view, varying_tensors, visible_tensors
 from .passes import REGISTRY
 from .passes.base import PassContext
-from .passes.graph_ops import HeldAttribute, branch_guard, huge_tensors, remove_dead_nodes, replace_uses, subgraph_names
+from .passes.constant_folding import movable_value
+from .passes.graph_ops import branch_guard, huge_tensors, remove_dead_nodes, subgraph_names
 from .run_facts import BoundedFacts, run_lows
 
 # The order matters for how many rounds a graph takes, not for what it ends as: the passes that
@@ -49,8 +51,8 @@ ALL_PASSES = DEFAULT_PASSES + OPT_IN_PASSES
 # A pass that found nothing to do is not run again until some pass has changed the graph (its
 # result would be the same); tests turn this off to check that the result is the same.
 SKIP_UNCHANGED = True
-# With fold-constants selected, the importer makes small Constant nodes the constants that pass
-# would make of them (importer.import_model); tests turn this off to check the result is the same.
+# With fold-constants selected, the import makes small Constant nodes the constants that pass
+# would make of them (adapter.build_graph); tests turn this off to check the result is the same.
 MOVE_CONSTANTS = True
 # After a round that changed the graph, the nodes no graph output needs leave graph.nodes, so the
 # next round does not walk them (on the 50k chain, 46,000 of 50,000 after round 1); tests turn
@@ -115,36 +117,6 @@ def model_stats(model: ModelProto) -> dict:
     stats["ops"] = {f"{domain}.{op}" if domain else op: c
                     for (domain, op), c in sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))}
     return stats
-
-
-def _copy_model_meta(src: ModelProto, graph_model: ModelProto, subgraphs: bool = True) -> ModelProto:
-    """The exported model given the source model's fields but its graph (opsets, metadata,
-    functions...): those are copied into ``graph_model``, which is returned -- the source's
-    graph, weights included, is never copied.
-
-    Graph inputs and outputs keep their declared types (onnx-graphsurgeon writes an unknown
-    shape as rank 0), and value_info is dropped: it described the graph before the rewrites."""
-    out = graph_model
-    for fd in list(out.DESCRIPTOR.fields):
-        if fd.name != "graph":
-            out.ClearField(fd.name)
-    for fd, value in src.ListFields():
-        if fd.name == "graph":
-            continue
-        repeated = fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED
-        if repeated:
-            getattr(out, fd.name).extend(value)
-        elif fd.message_type is not None:
-            getattr(out, fd.name).CopyFrom(value)
-        else:
-            setattr(out, fd.name, value)
-    declared = {vi.name: vi for vi in list(src.graph.input) + list(src.graph.output)}
-    for vi in list(out.graph.input) + list(out.graph.output):
-        if vi.name in declared:
-            vi.type.CopyFrom(declared[vi.name].type)
-    out.graph.ClearField("value_info")
-    clear_negative_dims(out.graph, subgraphs)  # (the export copies outer tensors' dims into bodies)
-    return out
 
 
 class UnknownPassError(UsageError):
@@ -257,18 +229,14 @@ class PassManager:
     def run(self, model, report: Optional[OptimizeReport] = None) -> ModelProto:
         """The optimised model (a new ModelProto: ``model``, a ModelProto or a path, is not
         changed); ``report`` receives what was done."""
-        import onnx_graphsurgeon as gs
-        from onnx_graphsurgeon.logger import G_LOGGER
-
-        G_LOGGER.severity = G_LOGGER.ERROR  # its warnings (and its hint to install colors) are not ours
         t0 = time.perf_counter()
         try:
-            return self._run(model, report, gs, t0)
+            return self._run(model, report, t0)
         except UnicodeDecodeError as e:  # (a string field, read where it is used: one place to catch)
             near = bytes(e.object[max(0, e.start - 8):e.end + 8])
             raise ModelLoadError(f"a string in the model is not valid UTF-8 (near {near!r}); the file is corrupt") from None
 
-    def _run(self, model, report, gs, t0) -> ModelProto:
+    def _run(self, model, report, t0) -> ModelProto:
         src = model if isinstance(model, ModelProto) else load_model(model)
         io = validate_structure(src)
         if not io.in_order:
@@ -280,14 +248,6 @@ class PassManager:
             _sorted_nodes(copy.graph)
             src = copy
             io = validate_structure(src)
-        if io.has_subgraphs:
-            shadow = shadowed_name(src.graph)
-            if shadow is not None:
-                name, node = shadow
-                raise UnsupportedModelError(
-                    f"node {node_label(node)!r} ({node.op_type}): a subgraph of it holds an initializer {name!r}, a name the graph around it defines too: "
-                    "onnxruntime reads the inner one there, but optimize's graph library would read the outer one and "
-                    "change what the model computes; rename one of them (nothing written)")
         report = report if report is not None else OptimizeReport()
         # Every model written must load in onnxruntime. The passes leave alone what a branch
         # onnxruntime checks at load reads (graph_ops.branch_guard) and what code that fails if
@@ -307,7 +267,7 @@ class PassManager:
             attempt.assumptions.extend(p.assumption for p in self.passes if p.assumption)
             self._say(f"importing {len(src.graph.node)} nodes")
             with paused_gc():  # many small acyclic objects (see paused_gc)
-                current, pending = self._optimize(gs, src, attempt, io, holders, optimistic)
+                current, pending = self._optimize(src, attempt, io, holders, optimistic)
             if pending:
                 self._say("again, guarding the branches of every If left undecided")
                 optimistic = False
@@ -337,25 +297,20 @@ class PassManager:
         report.seconds = time.perf_counter() - t0
         return current
 
-    def _optimize(self, gs, src: ModelProto, report: OptimizeReport, io, holders: list,
+    def _optimize(self, src: ModelProto, report: OptimizeReport, io, holders: list,
                   optimistic: bool = False) -> tuple:
         """(the optimised model, whether an If was left whose branches the passes did not guard
         because folding seemed to decide its condition: see graph_ops.branch_guard). ``holders``:
         main-graph nodes whose reads the passes leave alone (see _run)."""
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in src.opset_import}
         moving = MOVE_CONSTANTS and any(p.name == "fold-constants" for p in self.passes)
-        graph, tensors, pairs = import_model(gs, src, self.fold_budget if moving else None, io)
-        imported = (list(_all_nodes(gs, graph)), tensors)  # (see _release)
-        empty_lists = _unexportable_attributes(gs, src.graph, graph, pairs)
-        other_types = _other_types(gs, src.graph, graph, bodies=pairs is None)  # (before any rewrite: by position)
-        # a call's overload (IR 10: which of the model's functions of one name it calls), which
-        # onnx-graphsurgeon drops: id(node) -> overload, written back after the export
-        overloads = {id(gn): pn.overload for pn, gn in (pairs if pairs is not None else _node_pairs(gs, src.graph, graph))
-                     if pn.overload} if any(f.overload for f in src.functions) else {}
-        overridable = _keep_overridable_inputs(gs, graph, src)
+        # (with fold-constants, a small Constant node becomes at import the constant that pass makes of it)
+        move = functools.partial(movable_value, budget=self.fold_budget) if moving else None
+        imported = adapter.import_model(src, move_constant=move, io=io)
+        graph, has_subgraphs = imported.graph, imported.has_subgraphs
         # training_info's graphs read main-graph tensors by name, and its bindings assign
         # main-graph initializers: those stay, under their names (see _keep_training_tensors)
-        training_inits, training_outputs = _keep_training_tensors(gs, graph, src)
+        training_inits, training_outputs = _keep_training_tensors(graph, src)
         # One inference serves every round: no pass changes the shape or value of a tensor that
         # stays in the graph (folding keeps values, bypasses read an equal tensor), and the
         # constants they add carry their own shapes.
@@ -374,17 +329,18 @@ class PassManager:
                           ignore_signed_zero=self.ignore_signed_zero, fold_float_math=self.fold_float_math,
                           local_functions=frozenset((f.domain, f.name) for f in src.functions),
                           huge=huge_tensors(facts.facts) | _guarded(src, list(facts.guarded) + holders),
-                          opaque=frozenset(k for k, held in empty_lists.items() if any(t is None for _, t in held)),
+                          opaque=imported.opaque,
                           # the names in use, for unique_name (graph.tensors() would walk every node),
                           # the subgraphs' too: each name is made once in the model
-                          _names={t.name for t in tensors} | (subgraph_names(graph) if pairs is None else set()),
-                          has_subgraphs=pairs is None, if_functions=_if_functions(src))
+                          _names={t.name for t in imported.tensors}
+                          | (subgraph_names(graph) if has_subgraphs else set()),
+                          has_subgraphs=has_subgraphs, if_functions=_if_functions(src))
         # a branch onnxruntime checks at load may read what the passes would rewrite: guarded
         # each round (graph_ops.branch_guard), when the model has a subgraph or calls a function
         # holding an If
-        guard = pairs is None and (io.has_subgraphs or bool(ctx.if_functions))
+        guard = has_subgraphs and (io.has_subgraphs or bool(ctx.if_functions))
         if guard:  # (what onnxruntime sees of the graph as imported: found when a branch needs it)
-            varying, ctx.constant_derived = varying_tensors(gs, graph)
+            varying, ctx.constant_derived = varying_tensors(graph)
             ctx.optimistic = optimistic
             given = {name: facts.shape(name) for name in facts.fixed_inputs} if fixed else {}
             ctx.find_visible = lambda: visible_tensors(varying, ctx.facts, runtime_view(src, given))
@@ -392,25 +348,20 @@ class PassManager:
         if guard and ctx.optimistic:  # (the graph as it ends: an If whose branches went unguarded?)
             branch_guard(ctx)
             if ctx.pending_ifs:
-                _release(gs, graph, imported)
+                adapter.release(imported)
                 return None, True
         guarded = {n.name or "<unnamed>" for n in graph.nodes if id(n) in ctx.guarded} if ctx.guarded else set()
         if not clean:
             remove_dead_nodes(graph)
-        ordered = _in_order(gs, graph, bodies=pairs is None)  # (read on the graph: no protobuf reads)
+        ordered = adapter.in_topological_order(graph, bodies=has_subgraphs)
         self._say("exporting")
-        current = _copy_model_meta(src, _export(gs, graph, empty_lists, other_types),
-                                   subgraphs=pairs is None)  # (the importer builds graphs without subgraphs only)
-        if overloads:
-            for pn, gn in _node_pairs(gs, current.graph, graph):
-                if id(gn) in overloads:
-                    pn.overload = overloads[id(gn)]
-        _release(gs, graph, imported)
+        current = adapter.export_model(imported, src)
+        adapter.release(imported)
         if training_outputs:  # (graph outputs for the passes only: the model's outputs are its own)
             kept_outputs = [o for o in current.graph.output if o.name not in training_outputs]
             del current.graph.output[:]
             current.graph.output.extend(kept_outputs)
-        restored = overridable | training_inits
+        restored = imported.overridable | training_inits
         if restored:  # their defaults (values training_info starts from), as the model had them
             present = {t.name for t in current.graph.initializer}
             current.graph.initializer.extend(t for t in src.graph.initializer
@@ -509,10 +460,6 @@ class PassManager:
         return declined, not_folded, cleaned == total
 
 
-_LIST_TYPES = frozenset({AttributeProto.INTS, AttributeProto.FLOATS, AttributeProto.STRINGS, AttributeProto.TENSORS,
-                         AttributeProto.GRAPHS, AttributeProto.SPARSE_TENSORS, AttributeProto.TYPE_PROTOS})
-
-
 def _sorted_nodes(graph) -> None:
     """Put the main graph's nodes in topological order where they are not (onnxruntime loads a
     model out of order, and onnx.checker refuses it; the model given may have been)."""
@@ -524,28 +471,6 @@ def _sorted_nodes(graph) -> None:
         copy.CopyFrom(n)
     del graph.node[:]
     graph.node.extend(ordered)
-
-
-def _in_order(gs, graph, bodies: bool) -> bool:
-    """Whether every node of the main graph comes after the producers of what it reads (with
-    ``bodies``, of what its subgraphs read from outside too). The model is sorted before the
-    import and the passes keep that order; this checks it, without reading the exported nodes."""
-    from ..fold.folder import outer_variables
-
-    seen: set = set()
-    add = seen.add
-    for node in graph.nodes:
-        for t in node.inputs:
-            for p in t.inputs:
-                if id(p) not in seen:
-                    return False
-        if bodies and any(isinstance(v, gs.Graph) for v in node.attrs.values()):
-            for t in outer_variables(node):
-                for p in t.inputs:
-                    if id(p) not in seen:
-                        return False
-        add(id(node))
-    return True
 
 
 def _guarded(src: ModelProto, holders: list) -> frozenset:
@@ -575,195 +500,6 @@ def _fixed_inputs(graph, facts, fixed: dict) -> None:
             fill_shape_proto(vi.type.tensor_type.shape, loadable_shape(fact.shape))
 
 
-def _node_pairs(gs, proto_graph, gs_graph):
-    """(NodeProto, gs.Node) pairs of a graph and its subgraphs, matched by position (onnx-
-    graphsurgeon imports and exports the nodes of a graph in order)."""
-    stack = [(proto_graph, gs_graph)]
-    while stack:
-        pg, gg = stack.pop()
-        for pn, gn in zip(pg.node, gg.nodes):
-            yield pn, gn
-            for a in pn.attribute:
-                if a.type == AttributeProto.GRAPH and isinstance(gn.attrs.get(a.name), gs.Graph):
-                    stack.append((a.g, gn.attrs[a.name]))
-
-
-def _unexportable_attributes(gs, proto_graph, gs_graph, pairs=None) -> dict:
-    """id(node) -> [(name, attribute type)] for the empty list attributes of the imported nodes:
-    onnx-graphsurgeon keeps them as [] but cannot export them (the type of an empty list is
-    unknown to it). Passes see [] as before; _export writes them back with their type. An
-    attribute it skipped (a sparse tensor) becomes a HeldAttribute in the node's attrs, listed
-    with type None; _export writes it back as it was.
-    ``pairs``: (NodeProto, gs.Node) as the importer built them (None: matched by position)."""
-    out: dict = {}
-    for pn, gn in pairs if pairs is not None else _node_pairs(gs, proto_graph, gs_graph):
-        for a in pn.attribute:
-            if a.ref_attr_name:
-                continue
-            if a.type in _LIST_TYPES and gn.attrs.get(a.name) == []:
-                out.setdefault(id(gn), []).append((a.name, a.type))
-            elif a.name not in gn.attrs:  # (one it skipped: a sparse tensor)
-                gn.attrs[a.name] = HeldAttribute(a)
-                out.setdefault(id(gn), []).append((a.name, None))
-    return out
-
-
-_GS_TYPES = ("tensor_type", "sequence_type", "sparse_tensor_type")
-
-
-def _odd_types(graph) -> bool:
-    return any(vi.type.WhichOneof("value") not in _GS_TYPES
-               for vi in list(graph.input) + list(graph.output) + list(graph.value_info))
-
-
-def _other_types(gs, proto_graph, gs_graph, bodies: bool = True) -> Optional[dict]:
-    """None when every declared type of the graph and its bodies (inputs, outputs, value_info:
-    where onnx-graphsurgeon takes types from) is of a kind onnx-graphsurgeon writes; else, for
-    each body (id of its gs.Graph, as imported: matched by position, before any rewrite), the
-    declared types of its inputs and outputs of another kind (an optional, a map), by name --
-    onnx-graphsurgeon fails on them, so _export writes them untyped and then puts these back.
-    ``bodies``: the graph may have subgraphs (the importer's own graphs have none)."""
-    odd = _odd_types(proto_graph)
-    found: dict = {}
-    for pn, gn in _node_pairs(gs, proto_graph, gs_graph) if bodies else ():
-        for a in pn.attribute:
-            if a.type == AttributeProto.GRAPH and isinstance(gn.attrs.get(a.name), gs.Graph):
-                body = a.g
-                if _odd_types(body):
-                    odd = True
-                    found[id(gn.attrs[a.name])] = {vi.name: vi.type for vi in list(body.input) + list(body.output)
-                                                   if vi.type.WhichOneof("value") not in _GS_TYPES}
-    return found if odd else None
-
-
-def _export(gs, graph, empty_lists: dict, other_types: Optional[dict] = None):
-    """The graph as a ModelProto whose only field is the graph (exporter.export_model: no
-    value_info), empty list attributes included (``other_types``: see _other_types)."""
-    held, kept = [], []
-    if empty_lists:
-        for node in _all_nodes(gs, graph):
-            for name, kind in empty_lists.get(id(node), ()):
-                value = node.attrs.get(name)
-                if kind is None and isinstance(value, HeldAttribute):
-                    kept.append((node, name, value))
-                    del node.attrs[name]
-                elif value == []:
-                    held.append((node, name))
-                    del node.attrs[name]
-    # onnx-graphsurgeon writes value infos of tensor, sequence and sparse types only (another,
-    # such as an optional, fails inside it): the main graph's such tensors go out untyped -- its
-    # inputs and outputs get their declared types back (_copy_model_meta), value_info is rewritten
-    # (and so do the bodies' tensors, whose inputs and outputs get their types back below)
-    untyped = [t for g in [graph, *_bodies(gs, graph)] for t in [*g.tensors().values(), *g.inputs, *g.outputs]
-               if isinstance(t, gs.Variable) and t.dtype is not None
-               and getattr(t, "type", "tensor_type") not in _GS_TYPES] if other_types is not None else []
-    kept_dtypes = [(t, t.dtype) for t in untyped]
-    for t in untyped:
-        t.dtype = None
-    try:
-        exported = export_model(gs, graph)
-    finally:
-        for node, name in held:
-            node.attrs[name] = []
-        for node, name, value in kept:
-            node.attrs[name] = value
-        for t, dtype in kept_dtypes:
-            t.dtype = dtype
-    if other_types:
-        for pn, gn in _node_pairs(gs, exported.graph, graph):
-            for a in pn.attribute:
-                declared = other_types.get(id(gn.attrs.get(a.name))) if a.type == AttributeProto.GRAPH else None
-                for vi in list(a.g.input) + list(a.g.output) if declared else ():
-                    if vi.name in declared and not vi.type.WhichOneof("value"):
-                        vi.type.CopyFrom(declared[vi.name])
-    if kept:
-        values = {}
-        for node, name, value in kept:
-            values.setdefault(id(node), []).append(value)
-        for pn, gn in _node_pairs(gs, exported.graph, graph):
-            for value in values.get(id(gn), ()):
-                pn.attribute.append(value.proto)
-    if held:
-        kinds = {id(n): dict(empty_lists[id(n)]) for n, _ in held}
-        names = {}
-        for node, name in held:
-            names.setdefault(id(node), []).append(name)
-        for pn, gn in _node_pairs(gs, exported.graph, graph):
-            for name in names.get(id(gn), ()):
-                pn.attribute.append(helper.make_attribute(name, [], attr_type=kinds[id(gn)][name]))
-    return exported
-
-
-def _release(gs, graph, imported: tuple) -> None:
-    """Break the graph's reference cycles once it is exported -- a node lists its tensors and
-    each tensor its nodes, and every such synchronised list refers to its owner -- so that
-    reference counting frees it at once, instead of the cyclic collector walking every object
-    of the graph after the walk's pause of it ends (a tenth of a second on a 7,000-node model).
-    ``imported``: the nodes and tensors as imported (passes drop some from the graph).
-
-    Each node's and tensor's fields are dropped (the graph is never used again): nothing then
-    refers to their lists, which go, and with them every cycle through an owner."""
-    nodes, tensors = imported
-    Tensor = gs.Tensor
-    extend = tensors.extend
-    for group in (list(_all_nodes(gs, graph)), nodes):  # (the graph's walk reads fields: first)
-        for node in group:
-            d = node.__dict__
-            if not d:  # (released already: a node in both groups)
-                continue
-            extend(d["inputs"])
-            extend(d["outputs"])
-            extend(v for v in d["attrs"].values() if isinstance(v, Tensor))
-            d.clear()
-    for t in tensors:
-        t.__dict__.clear()
-
-
-def _bodies(gs, graph) -> list:
-    """Every subgraph of the graph's nodes, nested ones included."""
-    return [v for n in _all_nodes(gs, graph) for v in n.attrs.values() if isinstance(v, gs.Graph)]
-
-
-def _all_nodes(gs, graph):
-    stack = [graph]
-    while stack:
-        g = stack.pop()
-        for n in g.nodes:
-            yield n
-            stack.extend(v for v in n.attrs.values() if isinstance(v, gs.Graph))
-
-
-def _keep_overridable_inputs(gs, graph, src) -> set:
-    """An initializer that is also a graph input is a default the caller may override (older
-    exports list every initializer as an input): onnx-graphsurgeon imports it as a constant and
-    drops the input. Make it an input again -- a Variable, so no pass folds or rewrites with its
-    value -- and return the names, whose initializers are written back after export."""
-    init = {t.name for t in src.graph.initializer}
-    names = [vi.name for vi in src.graph.input if vi.name in init]
-    if not names:
-        return set()
-    tensors = graph.tensors()
-    protos = {t.name: t for t in src.graph.initializer}
-    variables = {}
-    for name in names:
-        t = tensors.get(name)
-        if isinstance(t, gs.Constant):
-            var = gs.Variable(name, dtype=t.dtype, shape=list(t.shape))
-            replace_uses(graph, t, var)
-            t.name = f"{name} (default)"  # unreferenced now; never exported
-            variables[name] = var
-        elif t is not None:
-            variables[name] = t
-        else:  # read by no node: onnx-graphsurgeon does not keep it, but it is still an input
-            proto = protos[name]
-            variables[name] = gs.Variable(name, dtype=helper.tensor_dtype_to_np_dtype(proto.data_type),
-                                          shape=list(proto.dims))
-    by_name = {t.name: t for t in graph.inputs}
-    graph.inputs = [variables.get(vi.name) or by_name[vi.name] for vi in src.graph.input
-                    if vi.name in variables or vi.name in by_name]
-    return set(variables)
-
-
 def _if_functions(src) -> frozenset:
     """(domain, name) of the model's functions that hold an If, the default domain under both
     its spellings (a call names it "" or "ai.onnx")."""
@@ -773,7 +509,7 @@ def _if_functions(src) -> frozenset:
     return found | {("ai.onnx" if d == "" else "", name) for d, name in found if d in ("", "ai.onnx")}
 
 
-def _keep_training_tensors(gs, graph, src) -> tuple:
+def _keep_training_tensors(graph, src) -> tuple:
     """What training_info needs of the main graph, kept: (the initializers to write back after
     the export, the names of the tensors made graph outputs for the passes -- to take out of the
     outputs after it).
@@ -799,17 +535,15 @@ def _keep_training_tensors(gs, graph, src) -> tuple:
     tensors = graph.tensors()
     for name in sorted(bound):
         t = tensors.get(name)
-        if isinstance(t, gs.Constant):
-            var = gs.Variable(name, dtype=t.dtype, shape=list(t.shape))
-            replace_uses(graph, t, var)
+        if isinstance(t, Constant):
+            var = adapter.variable_for(graph, t, f"{name} (trained)")
             graph.outputs = [var if o is t else o for o in graph.outputs]
-            t.name = f"{name} (trained)"  # unreferenced now; never exported
     outputs = {t.name for t in graph.outputs}
     inputs = {t.name for t in graph.inputs}
     made = []
     for name in sorted(read - outputs - inputs - set(inits)):
         t = tensors.get(name)
-        if t is not None and not isinstance(t, gs.Constant) and t.inputs:
+        if t is not None and not isinstance(t, Constant) and t.inputs:
             made.append(t)
     if made:
         graph.outputs = list(graph.outputs) + made

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from ..symbolic import (BroadcastError, EvaluationError, Expr, ExpressionTooLarge, Sym, as_single_atom, atoms,
                         free_symbols, mul, neg, provably_positive, sub, substitute, sym, zero_cases, zero_factors, zero_range)
+from .adapter import Constant, import_model, outer_variables
 
 MAX_LOW = 64  # the largest bound looked for: values 0 .. MAX_LOW-1 of a symbol may be refuted
 MAX_CONSTRAINTS = 4096
@@ -112,8 +113,6 @@ def _live_reshapes(graph, overridable: set) -> list:
     ``chain``: the producers of its shape, back to a Concat (at most MAX_CHAIN), each as (op,
     domain, input names, output name, which inputs are constants to onnxruntime: initializers
     but those in ``overridable``, which a caller may override, and Constant outputs)."""
-    from onnx_graphsurgeon import Constant
-
     outputs = {t.name for t in graph.outputs}
     seen: set = set()
     found = []
@@ -194,8 +193,6 @@ def _after_lenient_reshapes(graph, result) -> set:
     dims that are not 0 -- so there, at sizes where the spec has no run, the dims that follow are
     onnxruntime's own, and a Reshape further on that fails in the spec may run (a dynamo export's
     view [batch, seq, -1, 8] at batch 0). No constraint is drawn from what they feed."""
-    from ..fold.folder import outer_variables
-
     found: set = set()
     if not any(node.op == "Reshape" and node.attrs.get("allowzero", 0) for node in graph.nodes):
         return found  # (most models: one quick look)
@@ -223,9 +220,7 @@ def _constraints(model, result, symbols: set, graph=None) -> list:
     if any(f.name == "Reshape" and f.domain in ("", "ai.onnx") for f in model.functions):
         return out  # a model-local function named Reshape: those nodes compute anything
     if graph is None:
-        import onnx_graphsurgeon as gs
-
-        graph = gs.import_onnx(model)
+        graph = import_model(model).graph
     overridable = {t.name for t in model.graph.initializer} & {i.name for i in model.graph.input}
     lenient = None
     for name, data_name, shape_name, made_name, chain in _live_reshapes(graph, overridable):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Callable, Iterator, Optional
 
-import onnx_graphsurgeon as gs
+from ..adapter import Constant
 
 
 @dataclass
@@ -68,7 +68,7 @@ NO_MATCH = Decline()
 
 @dataclass
 class PassContext:
-    graph: object  # onnx_graphsurgeon.Graph
+    graph: object  # an onnx-graphsurgeon Graph (optimizer/adapter.py)
     facts: object  # shapeinfer.InferenceResult of the model given (valid throughout: see above)
     opsets: dict
     ir_version: int
@@ -108,7 +108,7 @@ class PassContext:
     pending_ifs: bool = False
     _names: Optional[set] = None  # names in use (the manager gives those of the import; else built once)
     has_subgraphs: bool = True  # some node may hold a graph (False: the importer built it without any)
-    shared_constants: dict = field(default_factory=dict)  # int64 shape values -> gs.Constant
+    shared_constants: dict = field(default_factory=dict)  # int64 shape values -> Constant
     memo: dict = field(default_factory=dict)  # per-run caches of the passes (keyed by pass)
     _unknown: dict = field(default_factory=dict)
     _indexed: Optional[tuple] = None  # (graph.nodes, its length, op -> nodes) for nodes()
@@ -130,7 +130,7 @@ class PassContext:
         return name
 
     def shape(self, tensor) -> Optional[tuple]:
-        if isinstance(tensor, gs.Constant):  # possibly made by a pass: it knows its shape
+        if isinstance(tensor, Constant):  # possibly made by a pass: it knows its shape
             return tuple(int(d) for d in tensor.shape)
         return self.facts.shape(tensor.name)
 

@@ -20,14 +20,14 @@ import sys
 
 import numpy as np
 import onnx
-import onnx_graphsurgeon as gs
 from onnx import helper
 
 from ...errors import CannotDecide
 from ...modelio.tensors import onnx_type
 from ...fold.folder import NONDETERMINISTIC
+from ..adapter import Constant, Graph, constant_array, replace_uses, set_input, stored_proto
 from .base import NO_MATCH, Match, Pass, PassResult, RewritePass, register
-from .graph_ops import bypass, can_bypass, constant_array, remove_node, replace_uses, set_input
+from .graph_ops import bypass, can_bypass, remove_node
 
 SMALL = 64  # elements: constants up to this size are compared by value
 # Types whose raw_data is exactly what numpy_helper.to_array(...).tobytes() gives (one element
@@ -44,13 +44,13 @@ def _attr_key(v):
     """What tells an attribute value apart, bit for bit: a float by its bits (0.0 and -0.0 are
     equal as numbers, yet Clip(min=-0.0) and Clip(min=0.0) -- or LeakyRelu's alpha -- give zeros of
     other signs; a NaN is not even equal to itself), a tensor by its type, shape and bytes."""
-    if isinstance(v, gs.Graph):
+    if isinstance(v, Graph):
         raise CannotDecide("attribute-form", "a subgraph")
     if isinstance(v, float):  # (onnx-graphsurgeon holds a FLOAT attribute as a Python float)
         return ("float", struct.pack("<d", v))
     if isinstance(v, np.generic):
         return ("np", str(v.dtype), v.tobytes())
-    if isinstance(v, gs.Constant):
+    if isinstance(v, Constant):
         arr = constant_array(v)  # (CannotDecide for one not read: the node is then left alone)
         return ("T", str(arr.dtype), arr.shape, arr.tobytes() if arr.dtype != object else repr(arr.tolist()))
     if isinstance(v, np.ndarray):
@@ -64,7 +64,7 @@ def _value_key(t):
     """(dtype, shape, bytes) of a small constant; False for a large or unreadable one."""
     if math.prod(int(d) for d in t.shape) > SMALL:  # (exact: a product past int64 is large, not negative)
         return False
-    proto = getattr(t._values, "tensor", None)  # (a LazyValues: the TensorProto itself)
+    proto = stored_proto(t)  # (the TensorProto itself, as the model stores it)
     if isinstance(proto, onnx.SparseTensorProto):
         return False  # (a sparse initializer: left as it is)
     if proto is not None and proto.HasField("raw_data") and proto.data_type in _RAW_AS_ARRAY \
@@ -90,7 +90,7 @@ class DedupePass(Pass):
         by_value: dict = {}
         for node in ctx.graph.nodes:
             for i, t in enumerate(node.inputs):
-                if not isinstance(t, gs.Constant) or t.name in ctx.graph_outputs:
+                if not isinstance(t, Constant) or t.name in ctx.graph_outputs:
                     continue
                 key = value_keys.get(id(t))
                 if key is None:
@@ -154,7 +154,7 @@ class RemoveIdentityPass(RewritePass):
         else:
             fact = ctx.facts.fact(node.inputs[0].name)
             dtype = fact.dtype if fact is not None else None
-            if isinstance(node.inputs[0], gs.Constant):
+            if isinstance(node.inputs[0], Constant):
                 try:
                     dtype = onnx_type(constant_array(node.inputs[0]).dtype)
                 except CannotDecide:  # (not read: its type is its fact's, which is enough)

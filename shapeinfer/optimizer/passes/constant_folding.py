@@ -20,16 +20,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import onnx_graphsurgeon as gs
 from onnx import TensorProto, helper, numpy_helper
 
 from ...errors import CannotDecide, ShapeInferenceError
 from ...modelio.tensors import np_dtype, onnx_type
 from ...fold.casts import cast_array
-from ...fold.folder import fold_node, outer_variables, within_budget
+from ...fold.folder import fold_node, within_budget
 from ...fold.kernels import FoldError, NotFoldable
+from ..adapter import (Constant, Graph, constant_array, fold_attrs, make_constant, node_proto, outer_variables,
+                       stored_proto, take_value)
 from .base import Pass, PassResult, register
-from .graph_ops import constant_array, constant_values, remove_node, unloadable_constant
+from .graph_ops import remove_node, unloadable_constant
 
 
 def _known_shortcut(ctx, node, inputs) -> bool:
@@ -147,15 +148,13 @@ def _static_bytes(facts, names):
 def _size_by_inference(ctx, node, arrays):
     """Bytes of node's outputs as shapeinfer infers them for these constant inputs -- the
     rules bound sizes without computing anything (None: some output size stays unknown)."""
-    from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
-
     from ...infer.run import infer
 
     if any(a is not None and a.dtype != object and onnx_type(a.dtype) is None for a in arrays):
         return None  # (a value numpy_helper cannot write)
-    if any(isinstance(v, gs.Graph) for v in node.attrs.values()):
-        return None  # (a body: its export needs what manager._export patches in; the size stays unknown)
-    proto = OnnxExporter.export_node(node)
+    if any(isinstance(v, Graph) for v in node.attrs.values()):
+        return None  # (a body: its export needs what adapter.export_model patches in; the size stays unknown)
+    proto = node_proto(node)
     inits = [numpy_helper.from_array(a, t.name) for t, a in zip(node.inputs, arrays)
              if a is not None and not t.is_empty()]
     outs = [helper.make_empty_tensor_value_info(t.name) for t in node.outputs if not t.is_empty()]
@@ -178,8 +177,8 @@ _ITEMSIZE = {TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8, TensorProto.FLOAT16: 2
 def movable_value(proto, budget: int) -> bool:
     """Whether a Constant node's ``value`` tensor is moved as it is to the node's output: stored
     in the model, of a plain type, within the budget (as _too_costly measures it: larger than
-    the budget, with no input, is too costly). Used here and by the importer, which moves such
-    tensors as it builds the graph (optimizer/importer.py)."""
+    the budget, with no input, is too costly). Used here and by the import, which moves such
+    tensors as it builds the graph (adapter.build_graph, given this as its predicate)."""
     if proto.data_location == TensorProto.EXTERNAL:
         return False
     size = _ITEMSIZE.get(proto.data_type)  # (tensor_nbytes, for these types, without a dtype lookup)
@@ -190,27 +189,13 @@ def movable_value(proto, budget: int) -> bool:
     return size <= budget
 
 
-def take_value(out, proto) -> None:
-    """Make tensor ``out`` the constant ``proto`` holds: the TensorProto itself, renamed
-    (nothing converted, so nothing can change; the model given is not touched: a copy)."""
-    from onnx_graphsurgeon.ir.tensor import LazyValues
-
-    copy = TensorProto()
-    copy.CopyFrom(proto)
-    copy.name = out.name
-    out.to_constant(LazyValues(copy))
-
-
 def _move_constant(ctx, node) -> bool:
     """A Constant node whose ``value`` is a tensor: its output becomes that very tensor
-    (movable_value, take_value). False where the general path must decide."""
-    from onnx_graphsurgeon.ir.tensor import LazyValues
-
+    (movable_value, adapter.take_value). False where the general path must decide."""
     value = node.attrs.get("value")
-    if len(node.attrs) != 1 or not isinstance(value, gs.Constant) or not isinstance(value._values, LazyValues) \
-            or len(node.outputs) != 1 or node.outputs[0].is_empty():
+    proto = stored_proto(value) if isinstance(value, Constant) else None
+    if len(node.attrs) != 1 or proto is None or len(node.outputs) != 1 or node.outputs[0].is_empty():
         return False
-    proto = value._values.tensor
     if not movable_value(proto, ctx.fold_budget):
         return False
     out = node.outputs[0]
@@ -224,7 +209,7 @@ def _move_constant(ctx, node) -> bool:
 
 def _grows_inside(node) -> bool:
     for v in node.attrs.values():
-        if isinstance(v, gs.Graph):
+        if isinstance(v, Graph):
             for n in v.nodes:
                 if n.op in GROWING_OPS or _grows_inside(n):
                     return True
@@ -249,7 +234,7 @@ class ConstantFoldingPass(Pass):
                 continue
             if guarded and id(node) in guarded and node.op != "Constant":
                 # (a Constant node's value is an initializer to onnxruntime as well: it may move)
-                if all(t.is_empty() or isinstance(t, gs.Constant) for t in node.inputs) \
+                if all(t.is_empty() or isinstance(t, Constant) for t in node.inputs) \
                         or _known_int_value(ctx, node.outputs[0]) is not None:
                     result.decline(node, "not folded: an If's branch reads what it computes, and onnxruntime checks "
                                          "that branch at load with what it can see of it -- a constant here could make "
@@ -263,7 +248,7 @@ class ConstantFoldingPass(Pass):
                 continue
             mark = len(declined)
             self._visit(ctx, node, result)
-            if node.outputs and not (node.attrs and any(isinstance(v, gs.Graph) for v in node.attrs.values())):
+            if node.outputs and not (node.attrs and any(isinstance(v, Graph) for v in node.attrs.values())):
                 left[id(node)] = (state, declined[mark:] if len(declined) > mark else ())
         return result
 
@@ -274,7 +259,7 @@ class ConstantFoldingPass(Pass):
         inputs = [t if t.name else None for t in node.inputs]
         if not ctx.op(node) and (node.domain or "") in ("", "ai.onnx"):
             result.decline(node, "not folded: a call of the model-local function " + node.op)
-        elif all(t is None or isinstance(t, gs.Constant) for t in inputs) and not outer_variables(node):
+        elif all(t is None or isinstance(t, Constant) for t in inputs) and not outer_variables(node):
             # (an int output inference knows already is taken as it is, without computing it)
             if not (_known_shortcut(ctx, node, inputs) and self._take_known(ctx, node, result, ctx.fold_budget)) \
                     and self._fold(ctx, node, inputs, result):
@@ -298,7 +283,7 @@ class ConstantFoldingPass(Pass):
                 result.decline(node, f"its known value is kept computed: {why}")
                 return True
             for t, arr in zip(node.outputs, known):
-                t.to_constant(constant_values(arr, t.name))
+                make_constant(t, arr)
             remove_node(node)
             result.change(node, "its output value is known from inference: a constant now")
             return True
@@ -322,7 +307,8 @@ class ConstantFoldingPass(Pass):
             result.decline(node, f"not folded: {why}")
             return True
         try:
-            outs = fold_node(node, arrays, version, ctx.opsets, ctx.ir_version, ctx.fold_float_math)
+            outs = fold_node(node.op, node.domain, fold_attrs(node), arrays, len(node.outputs), version, ctx.opsets,
+                             ctx.ir_version, ctx.fold_float_math, node_proto=lambda: node_proto(node))
         except FoldError as e:
             result.decline(node, f"not folded: {e}")
             return True  # the inputs break the op's rule: inference reports it, nothing to do here
@@ -356,7 +342,7 @@ class ConstantFoldingPass(Pass):
                 want = np_dtype(expected.dtype)
                 if want is not None and arr.dtype != want and arr.dtype != object:
                     arr = arr.astype(want)  # onnx.reference's type (fold_float_math only)
-            t.to_constant(constant_values(np.asarray(arr), t.name))
+            make_constant(t, np.asarray(arr))
         remove_node(node)
         if node.op != "Constant":
             result.change(node, "folded to a constant")

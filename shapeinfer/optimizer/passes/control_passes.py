@@ -20,10 +20,9 @@ as it is (graph_ops.branch_guard): inlined, it would show onnxruntime the taken 
 
 from __future__ import annotations
 
-import onnx_graphsurgeon as gs
-
+from ..adapter import Constant, Graph, Node, Variable, own_proto, replace_uses
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
-from .graph_ops import claim_node_names, known_condition, own_proto, remove_node, replace_uses
+from .graph_ops import claim_node_names, known_condition, remove_node
 
 
 def _rename(t, name: str) -> None:
@@ -40,7 +39,7 @@ def _outer_tensors(scopes: list, node) -> dict:
     for g in scopes:
         found.update(g.tensors())
     for v in node.attrs.values():
-        if isinstance(v, gs.Graph):
+        if isinstance(v, Graph):
             mine = {t.name for n in v.nodes for t in n.outputs}
             for n in v.nodes:
                 for t in n.inputs:
@@ -57,7 +56,7 @@ def _plan(ctx, node, scopes: list):
     if taken is None:
         return NO_MATCH
     branch = node.attrs.get("then_branch" if taken else "else_branch")
-    if not isinstance(branch, gs.Graph) or len(branch.outputs) != len(node.outputs) or branch.inputs:
+    if not isinstance(branch, Graph) or len(branch.outputs) != len(node.outputs) or branch.inputs:
         return Decline("kept: its branch does not match its outputs")
     # A branch output that the branch does not make is a tensor of the graph around it, which
     # onnx-graphsurgeon imports as a tensor of its own: the graph's tensor of that name.
@@ -65,7 +64,7 @@ def _plan(ctx, node, scopes: list):
     outer = None
     returns = []
     for ret in branch.outputs:
-        if id(ret) not in made and not isinstance(ret, gs.Constant):
+        if id(ret) not in made and not isinstance(ret, Constant):
             if outer is None:
                 outer = _outer_tensors(scopes, node)
             ret = outer.get(ret.name)
@@ -86,10 +85,10 @@ def _inline(ctx, node, match, keep: set) -> str:
         for t in n.outputs:
             local[id(t)] = t
         for t in n.inputs:
-            if isinstance(t, gs.Constant) and id(t) not in outer:
+            if isinstance(t, Constant) and id(t) not in outer:
                 local[id(t)] = t
     for t in branch.outputs:
-        if isinstance(t, gs.Constant) and id(t) not in outer:
+        if isinstance(t, Constant) and id(t) not in outer:
             local[id(t)] = t
     for t in local.values():  # (now names of the graph around: each once in the model -- unique_name
         if t.name:             # knows every name of every graph, the branch's own among them)
@@ -103,8 +102,8 @@ def _inline(ctx, node, match, keep: set) -> str:
                 named.add(id(ret))
                 _rename(ret, out.name)  # the graph output keeps its name
             else:  # returned from outside the branch, or under a second name: an Identity makes it
-                target = gs.Variable(out.name, dtype=out.dtype, shape=out.shape)
-                moved.append(gs.Node("Identity", inputs=[ret], outputs=[target]))
+                target = Variable(out.name, dtype=out.dtype, shape=out.shape)
+                moved.append(Node("Identity", inputs=[ret], outputs=[target]))
             graph.outputs = [target if t is out else t for t in graph.outputs]
         replace_uses(graph, out, target)
     remove_node(node)
@@ -129,7 +128,7 @@ class InlineIfPass(RewritePass):
         # then the Ifs nested in bodies whose condition is known (a constant, or a main-graph
         # tensor inference knows): onnxruntime checks their branches at load just the same
         stack = [(v, [ctx.graph]) for n in ctx.graph.nodes if n.outputs for v in n.attrs.values()
-                 if isinstance(v, gs.Graph)] if ctx.has_subgraphs else []
+                 if isinstance(v, Graph)] if ctx.has_subgraphs else []
         while stack:
             body, scopes = stack.pop()
             scopes = scopes + [body]
@@ -140,7 +139,7 @@ class InlineIfPass(RewritePass):
                         result.change(n, _inline(ctx, n, found, {t.name for t in body.outputs}))
                     elif found.reason:
                         result.decline(n, found.reason)
-            stack.extend((v, scopes) for n in body.nodes for v in n.attrs.values() if isinstance(v, gs.Graph))
+            stack.extend((v, scopes) for n in body.nodes for v in n.attrs.values() if isinstance(v, Graph))
         return result
 
     def check(self, ctx, node):

@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 import numpy as np
-import onnx_graphsurgeon as gs
 
 from ...errors import CannotDecide
 from ...symbolic import BroadcastError, bcast
+from ..adapter import Constant, clear_outputs, constant_array, replace_uses, set_input
 from .base import NO_MATCH, Decline, Match, RewritePass, register
-from .graph_ops import bypass, can_bypass, clear_outputs, constant_array, remove_node, replace_uses, set_input
+from .graph_ops import bypass, can_bypass, remove_node
 
 BROADCASTING = frozenset({
     "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Less", "LessOrEqual",
@@ -64,7 +64,7 @@ def _nan_free_operands(ctx, user, expanded, src) -> bool:
     may_nan = 0
     for t in user.inputs:
         t = src if t is expanded else t
-        if isinstance(t, gs.Constant):
+        if isinstance(t, Constant):
             try:
                 arr = constant_array(t)
                 if arr.dtype.kind == "f" and not np.isnan(arr).any():
@@ -198,7 +198,7 @@ class NeutralElementsPass(RewritePass):
         out = node.outputs[0]
         for position in (1, 0):
             c, x = node.inputs[position], node.inputs[1 - position]
-            if not isinstance(c, gs.Constant) or isinstance(x, gs.Constant):
+            if not isinstance(c, Constant) or isinstance(x, Constant):
                 continue
             try:
                 kind = _neutral_kind(node.op, constant_array(c), position)

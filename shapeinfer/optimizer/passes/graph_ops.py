@@ -1,8 +1,8 @@
 """Graph edits the passes (and the pass manager) share, on the onnx-graphsurgeon graph.
 
-A pass takes these from here, never from another pass's module. ``constant_array`` and
-``constant_values`` are defined in ``shapeinfer.fold.folder``, whose kernels read and write
-constants the same way (the folding package sits below the optimizer and does not import it).
+A pass takes these from here, never from another pass's module; what needs more of
+onnx-graphsurgeon than its public classes -- a constant's values, new constants, the edits that
+keep a node's and a tensor's lists in step, the walks over bodies -- from optimizer/adapter.py.
 """
 
 from __future__ import annotations
@@ -10,89 +10,20 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-import onnx_graphsurgeon as gs
 
 from ...errors import CannotDecide
-from ...fold.folder import constant_array, constant_values, outer_variables
 from ...semantics import LOAD_SAFE_DIM, shape_loads
+from ..adapter import (Constant, Graph, clear_inputs, clear_outputs, constant, constant_array, held_constant,
+                       outer_variables, replace_uses)
 
-__all__ = ["HeldAttribute", "branch_guard", "bypass", "bypass_refusal", "can_bypass", "claim_node_names", "clear_inputs",
-           "clear_outputs", "constant_array", "constant_input", "constant_values", "EXPAND_ZERO", "expand_zero_hazard",
-           "held_constant", "huge_tensors",
-           "known_condition", "node_name", "own_proto", "pop_input", "remove_dead_nodes", "remove_node", "replace_uses",
-           "set_input", "shape_constant", "subgraph_names", "unloadable_constant"]
-
-
-# onnx-graphsurgeon keeps node.inputs and each tensor's .outputs (its readers) in step: taking a
-# tensor out of node.inputs removes node from tensor.outputs with list.remove, which compares
-# nodes field by field (Node.__eq__) -- quadratic time on a constant read by thousands of
-# nodes, and it may take out another node that looks equal (unnamed copies). Every edit of a
-# node's inputs or outputs goes through these helpers, which unlink by identity.
-
-
-def _unlink(items: list, obj) -> None:
-    """Take one occurrence of obj (by identity) out of a synchronised list, without syncing.
-
-    A shared constant has thousands of readers, and passes take them out in graph order, each
-    near where the last one was: the search starts there (a hint per list, by id -- only a
-    starting point, every match is checked by identity) and widens both ways."""
-    n = len(items)
-    if n <= 8:
-        for k in range(n):
-            if items[k] is obj:
-                list.pop(items, k)
-                return
-        return
-    hint = _HINTS.get(id(items), 0)
-    if hint >= n:
-        hint = n - 1
-    for step in range(n):
-        for k in (hint + step, hint - step - 1):
-            if 0 <= k < n and items[k] is obj:
-                list.pop(items, k)
-                if len(_HINTS) > 65536:
-                    _HINTS.clear()
-                _HINTS[id(items)] = k
-                return
-
-
-_HINTS: dict = {}  # id(list) -> where the last _unlink found its element
-
-
-def set_input(node, i: int, tensor) -> None:
-    """node.inputs[i] = tensor."""
-    old = node.inputs[i]
-    if old is tensor:
-        return
-    _unlink(old.outputs, node)
-    list.__setitem__(node.inputs, i, tensor)
-    list.append(tensor.outputs, node)
-
-
-def pop_input(node):
-    """node.inputs.pop(): the last input, no longer read by node."""
-    old = list.pop(node.inputs)
-    _unlink(old.outputs, node)
-    return old
-
-
-def clear_inputs(node) -> None:
-    """node.inputs.clear()."""
-    for t in node.inputs:
-        _unlink(t.outputs, node)
-    list.clear(node.inputs)
-
-
-def clear_outputs(node) -> None:
-    """node.outputs.clear()."""
-    for t in node.outputs:
-        _unlink(t.inputs, node)
-    list.clear(node.outputs)
+__all__ = ["branch_guard", "bypass", "bypass_refusal", "can_bypass", "claim_node_names", "constant_input",
+           "EXPAND_ZERO", "expand_zero_hazard", "huge_tensors", "known_condition", "node_name", "remove_dead_nodes",
+           "remove_node", "shape_constant", "subgraph_names", "unloadable_constant"]
 
 
 def constant_input(node, i: int) -> Optional[np.ndarray]:
     """The value of node's input i when it is a constant, else None (absent, empty, computed)."""
-    if i >= len(node.inputs) or node.inputs[i].is_empty() or not isinstance(node.inputs[i], gs.Constant):
+    if i >= len(node.inputs) or node.inputs[i].is_empty() or not isinstance(node.inputs[i], Constant):
         return None
     return constant_array(node.inputs[i])
 
@@ -109,27 +40,6 @@ INT64_MAX = 2**63 - 1
 DIM_INPUTS = {"Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Pad": (1,), "Resize": (3,),
               "Range": (0, 1, 2), "OneHot": (1,), "TopK": (1,), "CenterCropPad": (1,), "Col2Im": (1, 2),
               "Split": (1,)}
-
-
-class HeldAttribute:
-    """An attribute onnx-graphsurgeon cannot hold (it skips a sparse tensor, ``sparse_value`` of
-    a Constant): kept in the node's attrs as its AttributeProto, which the export writes back.
-    To the passes it is an opaque value (dedupe tells two apart by their bytes; fold-constants
-    leaves such a node: PassContext.opaque)."""
-
-    __slots__ = ("proto", "_bytes")
-
-    def __init__(self, proto):
-        from onnx import AttributeProto
-
-        self.proto = AttributeProto()
-        self.proto.CopyFrom(proto)
-        self._bytes = self.proto.SerializeToString()
-
-    def __repr__(self) -> str:
-        import hashlib
-
-        return f"HeldAttribute({self.proto.name}, {hashlib.sha256(self._bytes).hexdigest()})"
 
 
 def dims_load_safely(values) -> bool:
@@ -232,7 +142,7 @@ def _reaches_zero_expand(ctx, tensor, arr) -> bool:
                 if value is not None and expand_zero_hazard(ctx.shape(reader.inputs[0]), value):
                     return True
             elif reader.op in _FOLDED_BY_RUNTIME and all(
-                    i is t or i.is_empty() or isinstance(i, gs.Constant) for i in reader.inputs):
+                    i is t or i.is_empty() or isinstance(i, Constant) for i in reader.inputs):
                 todo.extend(o for o in reader.outputs if not o.is_empty())
     return False
 
@@ -272,22 +182,14 @@ def expand_zero_hazard(data_shape, target) -> bool:
     return any(t == 0 and d != 0 for t, d in zip(target, aligned))
 
 
-def shape_constant(ctx, base: str, values) -> gs.Constant:
+def shape_constant(ctx, base: str, values) -> Constant:
     """An int64 shape constant; equal ones are shared (one initializer for every [0,0,8,8])."""
     key = tuple(int(v) for v in values)
     made = ctx.shared_constants.get(key)
     if made is None:
         name = ctx.unique_name(base)
-        made = ctx.shared_constants[key] = gs.Constant(name, constant_values(np.asarray(key, dtype=np.int64), name))
+        made = ctx.shared_constants[key] = constant(name, np.asarray(key, dtype=np.int64))
     return made
-
-
-def replace_uses(graph, old, new) -> None:
-    """Make every consumer of tensor ``old`` read ``new`` instead (subgraphs included)."""
-    for node in list(old.outputs):
-        for i, t in enumerate(node.inputs):
-            if t is old:
-                set_input(node, i, new)
 
 
 def remove_node(node) -> None:
@@ -320,7 +222,7 @@ def bypass_refusal(ctx, node, source) -> str:
             return why
     if node.outputs[0].name not in ctx.graph_outputs:
         return ""
-    if (isinstance(source, gs.Constant) or len(source.inputs) != 1 or source.name in ctx.graph_outputs
+    if (isinstance(source, Constant) or len(source.inputs) != 1 or source.name in ctx.graph_outputs
             or any(t is source for t in ctx.graph.inputs)):
         return "its output is a graph output"
     if ctx.guarded_tensors and id(source) in ctx.guarded_tensors:
@@ -334,19 +236,6 @@ def bypass_refusal(ctx, node, source) -> str:
 
 # Readers whose constant input unloadable_constant judges by its values.
 _VALUE_READERS = frozenset(DIM_INPUTS) | {"Div", "Mod"}
-
-
-def held_constant(tensor):
-    """The gs.Constant ``tensor`` is, or the one a Constant node making it holds (onnxruntime
-    reads a Constant node's output as an initializer when it loads a model), else None."""
-    if isinstance(tensor, gs.Constant):
-        return tensor
-    if len(tensor.inputs) == 1:
-        maker = tensor.inputs[0]
-        if maker.op == "Constant" and (maker.domain or "") in ("", "ai.onnx"):
-            value = maker.attrs.get("value")
-            return value if isinstance(value, gs.Constant) else None
-    return None
 
 
 def _constant_refusal(ctx, out, source) -> str:
@@ -372,19 +261,6 @@ def bypass(ctx, node, source) -> None:
         source.name = out.name
         ctx.graph.outputs = [source if t is out else t for t in ctx.graph.outputs]
     remove_node(node)
-
-
-def own_proto(constant) -> None:
-    """A constant that reads a TensorProto (onnx-graphsurgeon's LazyValues, the caller's own)
-    reads a copy of it from now on: the export writes the constant's name into the proto it
-    reads, and the model given must not change."""
-    from onnx import TensorProto
-    from onnx_graphsurgeon.ir.tensor import LazyValues
-
-    if isinstance(constant, gs.Constant) and isinstance(constant._values, LazyValues):
-        copy = TensorProto()
-        copy.CopyFrom(constant._values.tensor)
-        constant._values.tensor = copy
 
 
 def known_condition(ctx, node, main: bool = True, main_ids=None):
@@ -461,7 +337,7 @@ def branch_guard(ctx) -> tuple:
             op = ctx.op(n)
             if not op and holders and (n.domain or "", n.op) in holders:
                 reads.extend(n.inputs)
-            bodies = [v for v in n.attrs.values() if isinstance(v, gs.Graph)] if n.attrs else ()
+            bodies = [v for v in n.attrs.values() if isinstance(v, Graph)] if n.attrs else ()
             if not bodies:
                 continue
             if op == "If":
@@ -485,14 +361,14 @@ def branch_guard(ctx) -> tuple:
     tensors: set = set()
     while reads:
         t = reads.pop()
-        if id(t) in tensors or isinstance(t, gs.Constant) or t.is_empty() or id(t) in visible:
+        if id(t) in tensors or isinstance(t, Constant) or t.is_empty() or id(t) in visible:
             continue
         tensors.add(id(t))
         for p in t.inputs:
             if id(p) not in nodes:
                 nodes.add(id(p))
                 reads.extend(p.inputs)
-                if p.attrs and any(isinstance(v, gs.Graph) for v in p.attrs.values()):
+                if p.attrs and any(isinstance(v, Graph) for v in p.attrs.values()):
                     reads.extend(outer_variables(p))
         owner = owners.get(id(t))
         if owner is not None:
@@ -544,14 +420,14 @@ def subgraph_names(graph) -> set:
     """The names of the tensors made or given inside graph's subgraphs (nested ones too): each
     name is made once in a whole model, so a name a pass adds to the graph must be none of them."""
     names: set = set()
-    stack = [v for n in graph.nodes for v in n.attrs.values() if isinstance(v, gs.Graph)]
+    stack = [v for n in graph.nodes for v in n.attrs.values() if isinstance(v, Graph)]
     while stack:
         g = stack.pop()
         names.update(t.name for t in g.inputs)
         for n in g.nodes:
             names.update(t.name for t in n.outputs)
-            names.update(t.name for t in n.inputs if isinstance(t, gs.Constant))
-            stack.extend(v for v in n.attrs.values() if isinstance(v, gs.Graph))
+            names.update(t.name for t in n.inputs if isinstance(t, Constant))
+            stack.extend(v for v in n.attrs.values() if isinstance(v, Graph))
     return names
 
 

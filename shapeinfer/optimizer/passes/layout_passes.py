@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
+from ..adapter import clear_inputs, set_input
 from .base import NO_MATCH, Decline, Match, RewritePass, register
-from .graph_ops import bypass, can_bypass, clear_inputs, remove_node, set_input
+from .graph_ops import bypass, can_bypass, remove_node
 
 
 def _perm(ctx, node):

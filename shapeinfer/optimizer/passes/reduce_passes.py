@@ -23,8 +23,9 @@ import numpy as np
 from onnx import TensorProto
 
 from ...symbolic import provably_positive
+from ..adapter import Constant, pop_input, set_input
 from .base import NO_MATCH, Decline, Match, RewritePass, register
-from .graph_ops import bypass, can_bypass, constant_input, pop_input, set_input, shape_constant
+from .graph_ops import bypass, can_bypass, constant_input, shape_constant
 
 
 _NON_FLOAT = frozenset({TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
@@ -33,9 +34,7 @@ _NON_FLOAT = frozenset({TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, 
 
 def _may_hold_nan(ctx, tensor) -> bool:
     """True unless the tensor is known to be of an integer or bool type."""
-    import onnx_graphsurgeon as gs
-
-    if isinstance(tensor, gs.Constant):  # (its dtype, without reading its values: they may be external data)
+    if isinstance(tensor, Constant):  # (its dtype, without reading its values: they may be external data)
         return np.dtype(tensor.dtype).kind not in "iub"
     fact = ctx.facts.fact(tensor.name)
     return fact is None or fact.dtype not in _NON_FLOAT

@@ -22,12 +22,12 @@ graph output: then the node is kept, and the decline says so.
 from __future__ import annotations
 
 import numpy as np
-import onnx_graphsurgeon as gs
 
 from ...errors import CannotDecide
+from ..adapter import Constant, Node, Variable, clear_inputs, constant, constant_array, set_input
 from .base import NO_MATCH, Decline, Match, PassResult, RewritePass, register
-from .graph_ops import (EXPAND_ZERO, bypass, bypass_refusal, clear_inputs, constant_array, constant_input, constant_values,
-                        dims_load_safely, expand_zero_hazard, node_name, reshape_data_loads, set_input, shape_constant)
+from .graph_ops import (EXPAND_ZERO, bypass, bypass_refusal, constant_input, dims_load_safely, expand_zero_hazard,
+                        node_name, reshape_data_loads, shape_constant)
 from .specs import expand_spec, reshape_spec, same_shape
 
 RESHAPE_LIKE = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -103,7 +103,7 @@ class ConstantShapesPass(RewritePass):
     ops = ("Reshape", "Expand")
 
     def check(self, ctx, node):
-        if len(node.inputs) < 2 or not node.outputs or isinstance(node.inputs[1], gs.Constant):
+        if len(node.inputs) < 2 or not node.outputs or isinstance(node.inputs[1], Constant):
             return NO_MATCH
         a, b = ctx.shape(node.inputs[0]), ctx.shape(node.outputs[0])
         if a is None or b is None or any(ctx.is_unknown(d) for d in b):
@@ -270,7 +270,7 @@ def _same_bits(arr) -> bool:
 def _uniform_value(ctx, t):
     """(scalar array, shape tensor or None) when every element of t is the same value:
     a constant whose elements are all equal, or a ConstantOfShape (then its shape input)."""
-    if isinstance(t, gs.Constant):
+    if isinstance(t, Constant):
         try:
             arr = constant_array(t)
         except CannotDecide:  # (external data, never read)
@@ -281,7 +281,7 @@ def _uniform_value(ctx, t):
     if len(t.inputs) == 1 and ctx.op(t.inputs[0]) == "ConstantOfShape":
         producer = t.inputs[0]
         value = producer.attrs.get("value")
-        arr = constant_array(value) if isinstance(value, gs.Constant) else np.zeros(1, np.float32)
+        arr = constant_array(value) if isinstance(value, Constant) else np.zeros(1, np.float32)
         return arr.reshape(-1)[:1], producer.inputs[0]
     return None
 
@@ -304,17 +304,17 @@ class TileUniformPass(RewritePass):
     def rewrite(self, ctx, node, match) -> str:
         rank = len(ctx.shape(node.outputs[0]))
         scalar_name = ctx.unique_name(f"{node.name or 'Tile'}_element")
-        element = gs.Constant(scalar_name, constant_values(match.value.reshape([1] * rank), scalar_name))
+        element = constant(scalar_name, match.value.reshape([1] * rank))
         reps, shape_in = node.inputs[1], match.shape_in
         dims = None
-        if isinstance(reps, gs.Constant) and shape_in is None:
+        if isinstance(reps, Constant) and shape_in is None:
             dims = [int(d) * int(r) for d, r in zip(ctx.shape(node.inputs[0]), constant_array(reps).reshape(-1))]
         if dims is not None and dims_load_safely(dims) and not expand_zero_hazard([1] * len(dims), dims):
             target = shape_constant(ctx, f"{node.name or 'Tile'}_shape", dims)
         else:
             base = shape_in if shape_in is not None else shape_constant(ctx, f"{node.name or 'Tile'}_in_shape", list(ctx.shape(node.inputs[0])))
-            target = gs.Variable(ctx.unique_name(f"{node.name or 'Tile'}_out_shape"), dtype=np.int64)
-            mul = gs.Node("Mul", name=node_name(ctx, ctx.graph, f"{node.name or 'Tile'}_out_shape_mul"),
+            target = Variable(ctx.unique_name(f"{node.name or 'Tile'}_out_shape"), dtype=np.int64)
+            mul = Node("Mul", name=node_name(ctx, ctx.graph, f"{node.name or 'Tile'}_out_shape_mul"),
                           inputs=[base, reps], outputs=[target])
             # before node, which keeps the order topological (found by identity: list.index
             # compares nodes field by field, and an unnamed copy may look equal)
