@@ -91,6 +91,7 @@ class CannotDecide(Exception):
         "too-large": "past a size bound",
         "not-a-tensor": "a value that is not a tensor (a sequence, a map, an optional)",
         "sparse": "a sparse tensor, which is not read as a dense one",
+        "odd-flag": "a 0/1 flag attribute given another value, which runtimes read differently",
     }
 
     def __init__(self, reason: str, detail: str = ""):

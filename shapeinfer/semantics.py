@@ -17,6 +17,10 @@ spec differs from Python or NumPy; they live here once:
 - **Cast from float to an integer** truncates toward zero; a NaN, an infinity or a value whose
   truncation is out of the target's range is undefined (runtimes give different integers:
   x86 gives INT_MIN, NumPy warns): :func:`float_to_int` gives None there, never a value.
+- **Flag attributes** (``keepdims``, ``ceil_mode``, ``allowzero``, ...) are defined for 0 and 1;
+  runtimes read other values differently (onnxruntime's ReduceMax tests ``== 1``, others read
+  any non-zero as true): :func:`odd_flag` names such an attribute, and nothing is decided from
+  it (the shape unknown, the node not folded).
 """
 
 from __future__ import annotations
@@ -125,3 +129,21 @@ def trunc_div(a: int, b: int) -> int:
     """Integer division rounding toward zero (b != 0)."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
+
+
+# INT attributes the spec defines as a 0/1 flag.
+FLAG_ATTRIBUTES = ("keepdims", "ceil_mode", "noop_with_empty_axes", "allowzero", "select_last_index",
+                   "count_include_pad", "exclusive", "reverse", "onesided", "inverse", "transA", "transB",
+                   "upper", "largest", "sorted", "center", "align_corners", "time_major", "layout",
+                   "input_forget", "detect_negative", "detect_positive", "fmod", "periodic")
+
+
+def odd_flag(attrs: dict) -> Optional[str]:
+    """The name of a flag attribute (FLAG_ATTRIBUTES) given another value than 0 or 1, or None.
+    ``attrs``: name -> value (ints as Python or NumPy integers)."""
+    for name in FLAG_ATTRIBUTES:
+        v = attrs.get(name)
+        if v is not None and not isinstance(v, (bool, list, tuple, str, bytes, float)) and hasattr(v, "__index__") \
+                and int(v) not in (0, 1):
+            return name
+    return None

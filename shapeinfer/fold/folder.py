@@ -35,6 +35,7 @@ from onnx import NodeProto, helper
 from . import arith, casts  # noqa: F401  (their kernels register in KERNELS)
 from ..errors import CannotDecide
 from ..modelio.tensors import onnx_type
+from ..semantics import odd_flag
 from ..modelio.external import external_tensors
 from .kernels import KERNELS, MOVEMENT_OPS, FoldError, Inexact, NotFoldable
 from .precise import PRECISE, upcast_inputs
@@ -207,6 +208,10 @@ def fold_node(op: str, domain: Optional[str], attrs: dict, inputs: list, num_out
         raise NotFoldable(f"{op} is non-deterministic")
     if op in NEVER_FOLD:
         return None
+    odd = odd_flag(attrs)
+    if odd is not None:
+        raise NotFoldable(f"its attribute {odd}={attrs[odd]}: a flag the spec defines for 0 and 1 only, which "
+                          "runtimes read differently")
     default_domain = domain in (None, "", "ai.onnx")
     if default_domain and op not in MOVEMENT_OPS:
         why = type_error(op, inputs, version)

@@ -8,7 +8,8 @@ from typing import Optional
 import onnx
 from onnx import AttributeProto, TensorProto, helper
 
-from ..errors import ShapeInferenceError
+from ..errors import CannotDecide, ShapeInferenceError
+from ..semantics import FLAG_ATTRIBUTES, odd_flag
 from ..symbolic import Expr, provably_nonneg, provably_positive
 from ..graph.structure import node_label
 from .facts import Fact, dtype_name, shape_str
@@ -106,7 +107,10 @@ class NodeContext:
         if want is not None and a.type != want:
             raise self.error(f"attribute {name!r} is {_type_name(a.type)}; {self.op_type} takes {_type_name(want)}")
         reader = _READERS.get(a.type)
-        return reader(a) if reader is not None else helper.get_attribute_value(a)
+        value = reader(a) if reader is not None else helper.get_attribute_value(a)
+        if name in FLAG_ATTRIBUTES and odd_flag({name: value}):
+            raise CannotDecide("odd-flag", f"{name}={value}")
+        return value
 
     def positive(self, d) -> bool:
         """True only when d >= 1 wherever the model runs: by the algebra, or (under the opt-in
