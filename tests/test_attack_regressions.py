@@ -456,3 +456,25 @@ def test_a_flag_attribute_outside_0_and_1_decides_nothing(case, value):
             # itself gives two answers; the optimised model must give one of them)
             same = a.shape == b.shape and a.tobytes() == b.tobytes()
             assert same or (level and k.shape == b.shape and k.tobytes() == b.tobytes()), (level, a, b)
+
+
+@pytest.mark.parametrize("opset", [1, 3, 4, 13])
+def test_concat_without_axis_before_opset_4_reads_the_schema_default(opset):
+    """Concat-1 (opsets 1-3) makes axis optional, "Default value is 1" in its schema's text (the
+    schema has no default_value field); from opset 4 it is required. The shape rule must agree
+    with the fold kernel and that text (no runtime runs Concat before opset 4:
+    onnxruntime has no kernel, onnx.reference requires the attribute)."""
+    import onnx
+
+    schema = onnx.defs.get_schema("Concat", opset)
+    attr = schema.attributes["axis"]
+    node = helper.make_node("Concat", ["x", "w"], ["y"]) if opset < 4 else helper.make_node("Concat", ["x", "w"], ["y"], axis=1)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TP.FLOAT, [2, 3]),
+                                        helper.make_tensor_value_info("w", TP.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=3)
+    if opset < 4:
+        assert not attr.required and "Default value is 1." in attr.description
+    else:
+        assert attr.required
+    assert shapeinfer.infer(model).fact("y").shape == (2, 7)

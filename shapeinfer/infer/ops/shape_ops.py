@@ -158,7 +158,7 @@ def concat(ctx):
     r = len(facts[0].shape)
     if any(len(f.shape) != r for f in facts):
         raise ctx.error("inputs have different ranks")
-    axis = normalize_axis(ctx, ctx.attr("axis", 0 if ctx.version < 4 else None) or 0, r) if r else 0
+    axis = normalize_axis(ctx, ctx.attr("axis", 1 if ctx.version < 4 else None) or 0, r) if r else 0  # (Concat-1: "Default value is 1")
     out = []
     unsure = False
     for k in range(r):
