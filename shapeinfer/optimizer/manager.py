@@ -249,6 +249,16 @@ class PassManager:
             src = copy
             io = validate_structure(src)
         report = report if report is not None else OptimizeReport()
+        if not src.graph.output:
+            # no output reads anything: every node would be dropped, and a graph emptied of
+            # them is one onnxruntime refuses to load (the model given loads)
+            given = ModelProto()
+            given.CopyFrom(src)
+            stats = model_stats(src)
+            report.before, report.after, report.seconds = stats, stats, time.perf_counter() - t0
+            report.assumptions.append("not optimised: the graph has no outputs, so every node would be dropped, "
+                                      "and onnxruntime refuses a graph with nothing in it")
+            return given
         # Every model written must load in onnxruntime. The passes leave alone what a branch
         # onnxruntime checks at load reads (graph_ops.branch_guard) and what code that fails if
         # it runs reads (InferenceResult.guarded). Where onnx's strict inference (what
