@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+import numpy as np
+
 from onnx import TensorProto
 
 # The range of each integer element type (bool as 0/1).
@@ -138,12 +140,13 @@ FLAG_ATTRIBUTES = ("keepdims", "ceil_mode", "noop_with_empty_axes", "allowzero",
                    "input_forget", "detect_negative", "detect_positive", "fmod", "periodic")
 
 
+def is_odd_flag(name: str, value) -> bool:
+    """Whether ``name`` is a flag attribute (FLAG_ATTRIBUTES) given an integer other than 0 and 1."""
+    return name in FLAG_ATTRIBUTES and isinstance(value, (int, np.integer)) and not isinstance(value, bool) \
+        and int(value) not in (0, 1)
+
+
 def odd_flag(attrs: dict) -> Optional[str]:
-    """The name of a flag attribute (FLAG_ATTRIBUTES) given another value than 0 or 1, or None.
-    ``attrs``: name -> value (ints as Python or NumPy integers)."""
-    for name in FLAG_ATTRIBUTES:
-        v = attrs.get(name)
-        if v is not None and not isinstance(v, (bool, list, tuple, str, bytes, float)) and hasattr(v, "__index__") \
-                and int(v) not in (0, 1):
-            return name
-    return None
+    """The name of a flag attribute in ``attrs`` (name -> value) given another value than 0 or
+    1, or None."""
+    return next((name for name in FLAG_ATTRIBUTES if is_odd_flag(name, attrs.get(name))), None)

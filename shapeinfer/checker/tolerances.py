@@ -109,12 +109,14 @@ def _fill_shapes(model: ModelProto, match, facts) -> bool:
     return True
 
 
+def _default_domain_nodes(model: ModelProto, op: str) -> list:
+    """The nodes of op in the default domain (either of its names), subgraphs included."""
+    return [n for graph in graphs_of(model) for n in graph.node if n.op_type == op and n.domain in ("", "ai.onnx")]
+
+
 def _move_runtime_ops(model: ModelProto, match, facts) -> bool:
-    op = match.group("op")
-    for graph in graphs_of(model):
-        for n in graph.node:
-            if n.op_type == op and n.domain in ("", "ai.onnx"):
-                n.domain = RUNTIME_DOMAIN
+    for n in _default_domain_nodes(model, match.group("op")):
+        n.domain = RUNTIME_DOMAIN
     if not any(o.domain == RUNTIME_DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(RUNTIME_DOMAIN, 1))
     return True
@@ -125,9 +127,7 @@ def runtime_op_nodes(model: ModelProto, match) -> list:
     subgraphs included ([("", "")] when none is found: the complaint still stands)."""
     from ..graph.structure import node_label
 
-    op = match.group("op")
-    found = [(node_label(n), n.op_type) for graph in graphs_of(model) for n in graph.node
-             if n.op_type == op and n.domain in ("", "ai.onnx")]
+    found = [(node_label(n), n.op_type) for n in _default_domain_nodes(model, match.group("op"))]
     return found or [("", "")]
 
 
@@ -164,13 +164,11 @@ def _unalias(model: ModelProto, match, facts) -> bool:
 def _drop_unchecked_attributes(model: ModelProto, match, facts) -> bool:
     """Drop the attributes onnxruntime ignores on the ops it does not check them for."""
     op = match.group("op")
-    for graph in graphs_of(model):
-        for n in graph.node:
-            if n.op_type == op and n.domain in ("", "ai.onnx"):
-                known = {a.name for a in onnx_schema_attributes(op)}
-                keep = [a for a in n.attribute if a.name in known]
-                del n.attribute[:]
-                n.attribute.extend(keep)
+    known = {a.name for a in onnx_schema_attributes(op)}
+    for n in _default_domain_nodes(model, op):
+        keep = [a for a in n.attribute if a.name in known]
+        del n.attribute[:]
+        n.attribute.extend(keep)
     return True
 
 

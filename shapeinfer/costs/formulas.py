@@ -96,15 +96,22 @@ def _matmul_macs(a: tuple, b: tuple) -> Optional[Dim]:
         return None
     m = a[-2] if len(a) > 1 else 1
     n = b[-1] if len(b) > 1 else 1
-    batch_a, batch_b = list(a[:-2]), list(b[:-2])
-    if len(batch_a) < len(batch_b):
-        batch_a, batch_b = batch_b, batch_a
-    batch_b = [1] * (len(batch_a) - len(batch_b)) + batch_b
-    try:
-        batch = [bcast(x, y) for x, y in zip(batch_a, batch_b)]
-    except BroadcastError:  # they never broadcast: the model is invalid there
+    batch = _broadcast(list(a[:-2]), list(b[:-2]))
+    if batch is None:
         return None
     return mul(prod(batch + [m, n]), a[-1])
+
+
+def _broadcast(a: list, b: list) -> Optional[list]:
+    """Two lists of dims broadcast against each other (aligned from the right), or None where
+    they never broadcast (the model is invalid there)."""
+    if len(a) < len(b):
+        a, b = b, a
+    b = [1] * (len(a) - len(b)) + b
+    try:
+        return [bcast(x, y) for x, y in zip(a, b)]
+    except BroadcastError:
+        return None
 
 
 def _matmul(node, shape: ShapeOf, a_index=0, trans_attr=None, b_index=1) -> Optional[Dim]:
@@ -230,13 +237,8 @@ def _einsum(node, shape: ShapeOf) -> Optional[Dim]:
             if ellipsis is None:
                 ellipsis = dims
             else:  # broadcast the ellipsis dims (aligned from the right)
-                a, b = ellipsis, dims
-                if len(a) < len(b):
-                    a, b = b, a
-                b = [1] * (len(a) - len(b)) + b
-                try:
-                    ellipsis = [bcast(x, y) for x, y in zip(a, b)]
-                except BroadcastError:  # they never broadcast: the model is invalid there
+                ellipsis = _broadcast(ellipsis, dims)
+                if ellipsis is None:
                     return None
         else:
             rest = list(s)

@@ -9,7 +9,7 @@ import onnx
 from onnx import AttributeProto, TensorProto, helper
 
 from ..errors import CannotDecide, ShapeInferenceError
-from ..semantics import FLAG_ATTRIBUTES, odd_flag
+from ..semantics import is_odd_flag
 from ..symbolic import Expr, provably_nonneg, provably_positive
 from ..graph.structure import node_label
 from .facts import Fact, dtype_name, shape_str
@@ -108,7 +108,7 @@ class NodeContext:
             raise self.error(f"attribute {name!r} is {_type_name(a.type)}; {self.op_type} takes {_type_name(want)}")
         reader = _READERS.get(a.type)
         value = reader(a) if reader is not None else helper.get_attribute_value(a)
-        if name in FLAG_ATTRIBUTES and odd_flag({name: value}):
+        if is_odd_flag(name, value):
             raise CannotDecide("odd-flag", f"{name}={value}")
         return value
 

@@ -16,11 +16,14 @@ what they are computed from, as they are (passes/graph_ops.branch_guard).
 
 from __future__ import annotations
 
+from itertools import chain
+
 from onnx import ModelProto, TensorProto, helper
 from onnx.checker import ValidationError
 from onnx.shape_inference import InferenceError, infer_shapes
 
 from ..fold.folder import NONDETERMINISTIC
+from ..graph.structure import graphs_of
 from .adapter import Constant, Graph, Variable, outer_variables
 
 # An initializer this small may be a value onnx's inference reads (a Reshape shape, Tile
@@ -73,19 +76,11 @@ def runtime_view(model: ModelProto, input_dims=None) -> dict:
     except (InferenceError, ValidationError, RuntimeError, ValueError):
         return {}
     view: dict = {}
-    stack = [inferred.graph]
-    while stack:
-        graph = stack.pop()
-        for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+    for graph in graphs_of(inferred):  # (_merge does not depend on the order)
+        for vi in chain(graph.input, graph.output, graph.value_info):
             _note(view, vi)
         for t in graph.initializer:
             _merge(view, t.name, tuple(int(d) for d in t.dims))
-        for n in graph.node:
-            for a in n.attribute:
-                if a.type == a.GRAPH:
-                    stack.append(a.g)
-                elif a.type == a.GRAPHS:
-                    stack.extend(a.graphs)
     return view
 
 

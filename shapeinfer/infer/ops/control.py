@@ -113,10 +113,12 @@ def loop(ctx):
     0 where that is unknown; the rank the body declares, a scalar [] making [0]), so where the
     Loop may make no iteration their dims past the first are left unknown, and their rank too
     where the body declares another rank or none."""
-    outs = _loop(ctx)
+    m = ctx.input(0) if ctx.has_input(0) else None
+    never = _runs_never(ctx, m)
+    outs = _loop(ctx, m, never)
     if outs is not None:
         n_carried = len(ctx.node.input) - 2
-        may_skip = _runs_never(ctx, ctx.input(0) if ctx.has_input(0) else None) != 0
+        may_skip = never != 0
         body_outs = ctx.attr("body").output
         for j, f in enumerate(outs[n_carried:]):
             if f is not None:
@@ -131,7 +133,8 @@ def loop(ctx):
     return outs
 
 
-def _loop(ctx):
+def _loop(ctx, m, never):
+    """The Loop's outputs; ``m`` the trip-count fact, ``never`` _runs_never's indicator."""
     body = ctx.attr("body")
     if body is None:
         return None
@@ -145,8 +148,6 @@ def _loop(ctx):
     cond_fact = Fact(dtype=TensorProto.BOOL, shape=())
     mark = eng.symbols.mint_mark()
     initial = carried
-    m = ctx.input(0) if ctx.has_input(0) else None
-    never = _runs_never(ctx, m)
     # a body that may run no iteration is code that may not run (unreached.py)
     region = None
     if never != 0:
