@@ -92,6 +92,7 @@ class CannotDecide(Exception):
         "not-a-tensor": "a value that is not a tensor (a sequence, a map, an optional)",
         "sparse": "a sparse tensor, which is not read as a dense one",
         "odd-flag": "a 0/1 flag attribute given another value, which runtimes read differently",
+        "off-spec-input": "an input in a form the spec does not allow, which some runtimes accept",
     }
 
     def __init__(self, reason: str, detail: str = ""):

@@ -122,7 +122,9 @@ def test_structurally_invalid_graph_exits_1_naming_the_node(capsys, tmp_path, co
 @pytest.mark.parametrize("text,says", [
     ("g (float[B,6] x) => (float[Y0,Y1] y) <float[2] s = {2.0, 3.0}> { y = Reshape(x, s) }", "input 1 is float; Reshape (opset 18) takes int64"),
     ("g (float[B,6] x) => (float[Y0,Y1] y) <int64[1,2] s = {2, 3}> { y = Reshape(x, s) }", "1-D tensor, got rank 2"),
-    ("g (float[B,6] x) => (float[Y0,Y1] y) <int64[1,2] s = {2, 6}> { y = Expand(x, s) }", "1-D tensor, got rank 2"),
+    # (a constant Expand shape of rank 2 runs in onnxruntime: test_attack_regressions, off-spec;
+    # a graph input of that rank it refuses)
+    ("g (float[B,6] x, int64[1,2] s) => (float[Y0,Y1] y) { y = Expand(x, s) }", "1-D tensor, got rank 2"),
     ("g (float[B,6] x) => (float[Y0,Y1] y) <int32[2] s = {2, 3}> { y = Tile(x, s) }", "input 1 is int32; Tile (opset 18) takes int64"),
 ])
 def test_shape_inputs_of_the_wrong_type_or_rank_are_errors(capsys, tmp_path, command, text, says):

@@ -34,7 +34,9 @@ Warnings (the model runs, for some inputs or in some runtimes, or shapeinfer can
   (a subgraph initializer reusing a name the graph around it defines: runtimes disagree on which
   tensor the subgraph reads, graph.structure.SHADOWING), ``unknown-dims`` (a node
   whose output dims no rule could express), ``huge-tensor`` (10^12 elements or more),
-  ``unknown-op``, ``future-opset`` (newer than the installed onnx knows), ``inference-fallback``.
+  ``unknown-op``, ``future-opset`` (newer than the installed onnx knows), ``off-spec`` (a flag
+  attribute outside 0/1, an Expand shape that is not 1-D: onnxruntime reads it its own way, the
+  spec does not define it), ``inference-fallback``.
 With ``strict`` every warning counts as an error.
 """
 
@@ -206,7 +208,8 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),
-             "unreached-failure": (WARNING, "fails-if-run"), "schema-error": (ERROR, "schema-error")}
+             "unreached-failure": (WARNING, "fails-if-run"), "schema-error": (ERROR, "schema-error"),
+             "off-spec": (WARNING, "off-spec")}
     searched: dict = {}  # (kind, a, b) -> its counterexample: a repeated layer repeats its conditions
     for d in engine.diagnostics:
         if d.region is not None and d.region.runs == 0:

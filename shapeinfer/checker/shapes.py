@@ -4,7 +4,7 @@ tensors too large to count, the forced broadcasts and the dims no rule could exp
 from __future__ import annotations
 
 from ..errors import ModelLoadError
-from ..graph.structure import node_label
+from ..graph.structure import implicit_inputs, node_label
 from ..infer.facts import shape_str
 from ..infer.protos import declared_size
 from ..symbolic import (Bcast, Expr, Max, Min, Sym, as_single_atom, atoms, bounds, free_symbols, provably_positive, sub,
@@ -70,6 +70,19 @@ def _declared_str(tt) -> str:
     return "[" + ",".join(d.dim_param or (str(d.dim_value) if d.HasField("dim_value") else "?") for d in tt.shape.dim) + "]"
 
 
+def _only_shape_reads(graph, name: str) -> bool:
+    """Whether name is not a graph output and every node that reads it is a Shape (onnxruntime's
+    constant folding replaces those by their values, so the tensor is never computed)."""
+    if any(o.name == name for o in graph.output):
+        return False
+    for n in graph.node:
+        if name in implicit_inputs(n):
+            return False
+        if name in n.input and (n.op_type != "Shape" or n.domain not in ("", "ai.onnx")):
+            return False
+    return True
+
+
 def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
     """Forced broadcasts and unknown dims, each at the node that first made it."""
     seen_bcast: set = set()
@@ -85,8 +98,14 @@ def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
                 for d in fact.shape:
                     count *= d
                 if count > INT64_MAX:
-                    report.add(ERROR, "int64-overflow", f"output {o!r} of shape {shape_str(fact.shape)} would have "
-                               f"{count:.3g} elements, more than int64 can count", node_label(n), n.op_type)
+                    what = f"output {o!r} of shape {shape_str(fact.shape)} would have {count:.3g} elements, " \
+                           "more than int64 can count"
+                    if _only_shape_reads(graph, o):
+                        report.add(WARNING, "int64-overflow", f"{what}: onnxruntime fails where it computes the "
+                                   "tensor (graph optimizations off); at its default level it folds the Shape "
+                                   "that only reads its dims, and the model runs", node_label(n), n.op_type)
+                    else:
+                        report.add(ERROR, "int64-overflow", what, node_label(n), n.op_type)
                 elif count >= HUGE_ELEMENTS:
                     report.add(WARNING, "huge-tensor", f"output {o!r} of shape {shape_str(fact.shape)} has "
                                f"{count:.3g} elements", node_label(n), n.op_type)

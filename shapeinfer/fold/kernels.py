@@ -135,6 +135,8 @@ def reshape(attrs, inputs, version):
 
 @kernel("Expand")
 def expand(attrs, inputs, version):
+    if np.ndim(inputs[1]) != 1:
+        raise NotFoldable(f"Expand's shape has rank {np.ndim(inputs[1])}: the spec asks for a 1-D tensor")
     x, shape = inputs[0], _ints(inputs[1])
     try:
         target = np.broadcast_shapes(x.shape, tuple(shape))

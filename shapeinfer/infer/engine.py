@@ -578,8 +578,8 @@ class Engine:
                           kind="budget")
                 got = None
             except CannotDecide as e:  # (on purpose: anything else a rule raises is a bug)
-                if e.reason == "odd-flag":  # onnx's inference reads the flag one way, runtimes another
-                    self.warn(node, f"unknown because {e}")
+                if e.reason in ("odd-flag", "off-spec-input"):  # onnx's inference and runtimes disagree
+                    self.warn(node, f"unknown because {e}", kind="off-spec")
                     fb = infer_with_onnx(self, node, inputs, opsets, attr_scope, have_rule=True)
                     return [Fact(dtype=f.dtype if f is not None else 0) for f in fb]
                 self.warn(node, f"unknown because {e}; used onnx inference")

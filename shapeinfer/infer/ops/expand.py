@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import CannotDecide
 from ..facts import Fact
 from ..registry import rule
 from ._util import broadcast_dims, small_shape, value_entries, value_length
@@ -41,5 +42,12 @@ def expand_output(ctx, data, spec, length) -> Fact:
 
 @rule("Expand", since=8)
 def expand(ctx):
+    given = ctx.input(1)
+    if given is not None and given.shape is not None and len(given.shape) != 1 and given.value is not None:
+        # The spec asks for a 1-D shape. onnxruntime refuses another rank at load unless it knows
+        # the values (a constant, or a value its data propagation follows), which it then reads
+        # in order, as its kernel does; another runtime may refuse: no shape is claimed, check
+        # says so. Without values, shape_input's error below is what onnxruntime says.
+        raise CannotDecide("off-spec-input", f"the shape (input 1) has rank {len(given.shape)}, not 1")
     shape = ctx.shape_input(1, "the shape")
     return [expand_output(ctx, ctx.input(0), value_entries(shape), value_length(shape))]
