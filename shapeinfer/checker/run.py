@@ -56,7 +56,7 @@ from ..graph.structure import graphs_of, node_label, shadowed_names, shadowing_m
 from ..infer.engine import Engine
 from ..infer.facts import dtype_name
 from ..infer.result import InferenceResult
-from ..infer.unreached import inference_view, or_not_run, running_clause, without_negative_dims
+from ..infer.unreached import inference_view, or_not_run, running_clause, readable_by_onnx_inference
 from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
 from ..modelio.load import load_model
 from ..symbolic import Bcast, Sym, atoms
@@ -266,7 +266,7 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
     so that external data resolves where the model says (not in the working directory)."""
     from onnx.shape_inference import InferenceError
 
-    model, copied, seen = without_negative_dims(m), False, set()
+    model, copied, seen = readable_by_onnx_inference(m), False, set()
     copied = model is not m
     if base_dir is not None and any(p.sparse is not None for p in external_places(m)):
         # onnx.checker validates a sparse tensor's indices and cannot read them from a file

@@ -284,6 +284,8 @@ def flatten(attrs, inputs, version):
 
 @kernel("ConstantOfShape")
 def constant_of_shape(attrs, inputs, version):
+    if np.ndim(inputs[0]) != 1:
+        raise NotFoldable(f"ConstantOfShape's shape has rank {np.ndim(inputs[0])}: the spec asks for a 1-D tensor")
     value = attrs.get("value")
     if value is not None:
         value = np.asarray(value)

@@ -142,7 +142,7 @@ def _walk(graph, outer: set, add, io: Optional[list] = None) -> bool:
     # what the subgraphs of a node read from this graph must come before it too (onnxruntime
     # orders by these implicit inputs; an importer that follows the given order would not find them)
     deps = ins
-    with_graphs = [k for k, n in enumerate(nodes) if _has_subgraph(n)]
+    with_graphs = [k for k, n in enumerate(nodes) if has_subgraph(n)]
     for k in with_graphs:
         implicit = [i for i in implicit_inputs(nodes[k]) if producer.get(i, -1) >= 0]
         if implicit:
@@ -200,7 +200,7 @@ def shadowed_names(graph) -> Iterator[tuple]:
         here = {t.name for t in g.input} | {t.name for t in g.initializer} \
             | {t.values.name for t in g.sparse_initializer} | {o for n in g.node for o in n.output if o}
         for n in g.node:
-            if not _has_subgraph(n):
+            if not has_subgraph(n):
                 continue
             scope = outer | here
             for body in subgraphs_of(n):
@@ -243,7 +243,7 @@ def find_cycle(nodes, ins, producer: dict) -> Optional[list]:
     return None
 
 
-def _has_subgraph(node) -> bool:
+def has_subgraph(node) -> bool:
     """Whether one of node's attributes is a graph (a plain loop: it runs for every node)."""
     attrs = node.attribute
     if attrs:
@@ -303,7 +303,7 @@ def _nodes_deep(nodes):
     while stack:
         n = stack.pop()
         yield n
-        if _has_subgraph(n):
+        if has_subgraph(n):
             for g in subgraphs_of(n):
                 stack.extend(g.node)
 
@@ -354,7 +354,7 @@ def _outer_reads(graph, enclosing: frozenset, found: dict) -> None:
         for i in n.input:
             if i and i not in local and i not in enclosing:
                 found.setdefault(i, None)
-        if _has_subgraph(n):
+        if has_subgraph(n):
             inner = enclosing | local
             for a in n.attribute:
                 for g in ([a.g] if a.type == _GRAPH else a.graphs if a.type == _GRAPHS else ()):
@@ -366,7 +366,7 @@ def _outer_reads(graph, enclosing: frozenset, found: dict) -> None:
 
 def _reads(n) -> list:
     """What node n reads: its inputs, then what its subgraphs read from outside."""
-    if _has_subgraph(n):
+    if has_subgraph(n):
         return list(n.input) + implicit_inputs(n)
     return n.input
 

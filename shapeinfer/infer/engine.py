@@ -34,7 +34,7 @@ from ..modelio.tensors import tensor_problem
 from .protos import fact_from_type, value_from_tensor
 from .registry import lookup, normalize_domain
 from .symbols import SymbolTable, input_symbol_names
-from .unreached import Region, UnreachedFailure, describe, onnx_rejections, visible_to_runtime
+from .unreached import Region, UnreachedFailure, describe, load_time_static, onnx_rejections, visible_to_runtime
 from .validate import schema_problem
 
 _NO_RULE = object()
@@ -336,7 +336,9 @@ class Engine:
         """onnxruntime's verdict on each failure in code that may not run: refused at load where
         its load-time inference sees the failure (an error, raised unless in check's keep-going
         mode), else a warning that the code fails if it runs."""
-        rejections = onnx_rejections(self.model)
+        # (not under input shapes the caller gives, which onnxruntime's load does not see)
+        static = {} if self.input_shapes else load_time_static(self.model, self.facts)
+        rejections = onnx_rejections(self.model, static)
         for failure in self.unreached:
             err = failure.error
             if visible_to_runtime(failure, rejections):
@@ -602,7 +604,11 @@ class Engine:
                 self.warn(node, f"no opset imported for domain {domain!r}; outputs unknown", kind="unknown-op")
                 fb = [None] * n_out
             else:
-                fb = infer_with_onnx(self, node, inputs, opsets, attr_scope, have_rule=fn is not None)
+                try:
+                    fb = infer_with_onnx(self, node, inputs, opsets, attr_scope, have_rule=fn is not None,
+                                         refuse=True)
+                except ShapeInferenceError as e:  # (what onnxruntime's load-time inference rejects)
+                    return self._invalid(node, e, n_out)
             outs = [o if o is not None else (f if f is not None else Fact()) for o, f in zip(outs, fb)]
         return outs
 
@@ -655,7 +661,7 @@ class Engine:
             chain = " -> ".join(_function_str(k) for k in self._calls[self._calls.index(key):] + [key])
             raise ShapeInferenceError(f"model-local function {_function_str(key)} calls itself ({chain}); "
                                       "functions must not be recursive", node_name=node_label(node), op_type=node.op_type)
-        if len(node.input) != len(function.input) or len(node.output) > len(function.output):
+        if len(node.input) != len(function.input) or len(node.output) != len(function.output):
             return self._invalid(node, ShapeInferenceError(
                 f"calls {_function_str(key)} with {len(node.input)} inputs and {len(node.output)} outputs; the "
                 f"function takes {len(function.input)} inputs and makes {len(function.output)} outputs",

@@ -13,8 +13,10 @@ from onnx import NodeProto, OperatorSetIdProto, checker, defs, shape_inference
 
 from onnx import AttributeProto, TypeProto
 
+from ..errors import ShapeInferenceError
+from ..graph.structure import node_label
 from ..symbolic import Sym
-from .facts import Fact
+from .facts import Fact, shape_str
 from .protos import fact_from_type, nested_tensor_types, tensor_from_value, type_from_fact
 
 _TOKEN = "__si{}"
@@ -125,10 +127,13 @@ def _drop_unproven_dims(result: dict, schema, node, attr_scope, input_types: dic
                         dp.Clear()
 
 
-def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope, have_rule: bool = False) -> list:
+def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope, have_rule: bool = False,
+                    refuse: bool = False) -> list:
     """Output facts from onnx's inference for ``node`` (None entries where it gives nothing).
     ``have_rule``: a rule of ours answered for some outputs (an op onnx does not know is then
-    not reported as unknown)."""
+    not reported as unknown). ``refuse``: where onnx's inference rejects a node of the default
+    or ai.onnx.ml domain -- the inference onnxruntime runs at load, on facts that hold for every
+    run -- raise a ShapeInferenceError (the node is invalid); else warn and go on."""
     n_out = len(node.output)
     if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
         engine.saw_if = True  # (bodies onnx's inference answers for are not walked here: one may hold an If)
@@ -167,7 +172,12 @@ def infer_with_onnx(engine, node, inputs: list, opsets: dict, attr_scope, have_r
             ir_version=engine.ir_version,
         )
     except ONNX_FAILURES as e:
-        engine.warn(node, f"onnx inference failed: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}")
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if refuse and domain in ("", "ai.onnx.ml") and isinstance(e, shape_inference.InferenceError):
+            raise ShapeInferenceError(f"onnx's inference, which onnxruntime runs at load, rejects it: {why}",
+                                      node_name=node_label(node), op_type=node.op_type,
+                                      input_shapes=[shape_str(f.shape) if f is not None else "?" for f in inputs])
+        engine.warn(node, f"onnx inference failed: {why}")
         return [None] * n_out
     dims = {token: d for d, token in tokens.items()}
     if tokens:

@@ -24,12 +24,12 @@ from typing import Optional
 from onnx import ModelProto
 
 from ..errors import ShapeInferenceError
-from ..graph.structure import graphs_of
+from ..graph.structure import graphs_of, has_subgraph
 from ..symbolic import Dim, evaluate
 from ..symbolic.search import binding_str, counterexample, holds, relevant
 
-__all__ = ["Region", "UnreachedFailure", "describe", "onnx_rejections", "or_not_run", "running_clause", "visible_to_runtime",
-           "without_negative_dims"]
+__all__ = ["Region", "UnreachedFailure", "describe", "load_time_static", "onnx_rejections", "or_not_run", "running_clause", "visible_to_runtime",
+           "readable_by_onnx_inference"]
 
 
 class UnreachedFailure:
@@ -111,9 +111,11 @@ SMALL_INITIALIZER = 64  # elements: an initializer this small may be a shape onn
 
 def inference_view(model: ModelProto) -> ModelProto:
     """What onnx's inference needs of ``model`` to say which nodes it rejects: a copy whose
-    outputs (of every graph) keep their element types but no shape -- an output declared with
-    another shape than its node makes is a warning to onnxruntime, which merges it leniently and
-    loads; value_info stays, as onnxruntime's inference reads it -- and whose initializers of more than SMALL_INITIALIZER elements are typed inputs instead
+    subgraphs' outputs keep their element types but no shape -- an output declared with another
+    shape than its node makes is a warning to onnxruntime, which merges it leniently and loads;
+    the main graph's outputs and value_info stay, as onnxruntime's inference reads them into
+    what the nodes after see (a conflict there is a rejection of a main-graph node, which no
+    failure inside a subgraph is matched against) -- and whose initializers of more than SMALL_INITIALIZER elements are typed inputs instead
     (no weight is copied or serialized; only small tensors -- shapes, axes -- are values
     inference reads), sparse initializers too (onnxruntime reads them as the dense tensors they
     stand for, which onnx's inference does not)."""
@@ -139,7 +141,7 @@ def inference_view(model: ModelProto) -> ModelProto:
             vg.initializer.append(t)
         elif t.name not in listed:
             vg.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-    for graph in graphs_of(view):
+    for graph in graphs_of(view)[:-1]:  # (the main graph comes last)
         for vi in graph.output:
             if vi.type.HasField("tensor_type"):
                 vi.type.tensor_type.ClearField("shape")
@@ -153,15 +155,29 @@ def _elements(t) -> int:
     return n
 
 
-def onnx_rejections(model: ModelProto) -> list:
+def onnx_rejections(model: ModelProto, static: Optional[dict] = None) -> list:
     """The chains of nodes onnx's strict type and shape inference rejects -- each a list of
     (op_type, name), outermost first (an If, then the node in its branch that fails) --, or []
-    when it accepts the model or cannot infer it at all (a model too large to serialize)."""
+    when it accepts the model or cannot infer it at all (a model too large to serialize).
+    ``static``: {name: (dims, elem_type)} of main-graph tensors whose dims onnxruntime's load
+    knows as numbers (load_time_static)."""
+    view = readable_by_onnx_inference(inference_view(model))
+    chains = _rejected(view)
+    if static:
+        # onnxruntime's load also follows shape values, but only those fully known (a Reshape to
+        # Shape(c) of a constant c [2,3] has its dims; to Shape(x) of x [N,3] none). onnx's own
+        # propagation (data_prop) follows partly known values too, and may exhaust the memory
+        # on a large value: the tensors known to be static are declared so instead
+        chains += [c for c in _rejected(_with_static_shapes(view, static)) if c not in chains]
+    return chains
+
+
+def _rejected(view: ModelProto) -> list:
     from onnx.checker import ValidationError
     from onnx.shape_inference import InferenceError, infer_shapes
 
     try:
-        infer_shapes(without_negative_dims(inference_view(model)), check_type=True, strict_mode=True)
+        infer_shapes(view, check_type=True, strict_mode=True)
         return []
     except InferenceError as e:
         text = str(e)
@@ -175,6 +191,69 @@ def onnx_rejections(model: ModelProto) -> list:
     return chains
 
 
+# The ops whose values onnxruntime's load follows from known values (its data propagation)
+_PROPAGATED = frozenset({"Shape", "Size", "Gather", "Concat", "Unsqueeze", "Squeeze", "Slice", "Add", "Sub", "Mul",
+                         "Div", "Identity", "Constant"})
+
+
+def load_time_static(model: ModelProto, facts: dict) -> dict:
+    """{name: (dims, elem_type)} of the main-graph tensors whose dims onnxruntime's load knows
+    as numbers and that inference shows to be static: those onnx's own inference makes static,
+    and a node's outputs where every input's dims are so known (a graph input declared with
+    numbers only) or its value is -- a constant, or a value onnxruntime's data propagation
+    follows from known values through shape ops (Reshape(c, Shape(c)) of a constant or a static
+    input has its dims; of x [N,3] it has none: onnxruntime follows no value with a symbol)."""
+    from onnx.shape_inference import InferenceError, infer_shapes
+
+    graph = model.graph
+    try:
+        seen = infer_shapes(readable_by_onnx_inference(inference_view(model)), strict_mode=False).graph
+        plain = {vi.name for vi in (*seen.value_info, *seen.output) if vi.type.HasField("tensor_type")
+                 and vi.type.tensor_type.HasField("shape")
+                 and all(d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)}
+    except (InferenceError, ValueError, RuntimeError):
+        plain = set()
+    inputs = {i.name for i in graph.input}
+    valued = {t.name for t in graph.initializer if t.name not in inputs}
+    shaped = set(valued)
+    for vi in graph.input:
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is not None and tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
+            shaped.add(vi.name)
+    out: dict = {}
+    for n in graph.node:
+        if has_subgraph(n) or n.domain not in ("", "ai.onnx"):
+            continue
+        given = [i for i in n.input if i]
+        if all(i in shaped or i in valued for i in given) and (
+                n.op_type in ("Shape", "Size") or (n.op_type in _PROPAGATED and all(i in valued for i in given))):
+            valued.update(o for o in n.output if o)
+        for o in n.output:
+            f = facts.get(o) if o else None
+            if not (o in plain or all(i in shaped or i in valued for i in given)):
+                continue
+            if f is not None and f.shape is not None and f.dtype and f.type_proto is None \
+                    and all(type(d) is int for d in f.shape):
+                shaped.add(o)
+                if o not in inputs:
+                    out[o] = (f.shape, f.dtype)
+    return out
+
+
+def _with_static_shapes(m: ModelProto, static: dict) -> ModelProto:
+    """A copy of m with value_info for the main-graph tensors of ``static`` not declared
+    otherwise."""
+    from onnx import helper
+
+    out = ModelProto()
+    out.CopyFrom(m)
+    g = out.graph
+    declared = {vi.name for vi in (*g.input, *g.output, *g.value_info)} | {t.name for t in g.initializer}
+    g.value_info.extend(helper.make_tensor_value_info(name, elem, list(dims))
+                        for name, (dims, elem) in static.items() if name not in declared)
+    return out
+
+
 def visible_to_runtime(failure: UnreachedFailure, rejections: list) -> bool:
     """Whether onnx's strict inference rejects the same node in the same outer node: then
     onnxruntime, whose load runs the same inference, refuses the model."""
@@ -182,15 +261,26 @@ def visible_to_runtime(failure: UnreachedFailure, rejections: list) -> bool:
     return any(chain[-1] == path[-1] and chain[0] == path[0] and len(chain) > 1 for chain in rejections)
 
 
-def without_negative_dims(m: ModelProto) -> ModelProto:
-    """m, or a copy whose dims written ``dim_value: -1`` (a dynamic dim, to onnx.checker and
-    onnxruntime) are left blank: onnx's C++ shape inference aborts the process on some of them."""
+def readable_by_onnx_inference(m: ModelProto) -> ModelProto:
+    """m, or a copy that onnx's C++ inference can read without aborting the process: dims
+    written ``dim_value: -1`` (a dynamic dim, to onnx.checker and onnxruntime) left blank, and
+    a Split whose num_outputs differs from its outputs (an assertion fails in its inference;
+    onnxruntime dies of it at load) without that attribute, which onnx's inference then rejects
+    as a Split given neither sizes nor a count -- so the node still reads as refused."""
     def declared(g):
         for vi in (*g.input, *g.output, *g.value_info):
             if vi.type.HasField("tensor_type"):
                 yield from vi.type.tensor_type.shape.dim
 
-    if not any(d.HasField("dim_value") and d.dim_value < 0 for g in graphs_of(m) for d in declared(g)):
+    def bad_split(n):
+        return n.op_type == "Split" and n.domain in ("", "ai.onnx") and any(
+            a.name == "num_outputs" and a.i != len(n.output) for a in n.attribute)
+
+    def node_lists(model):
+        return [g.node for g in graphs_of(model)] + [f.node for f in model.functions]
+
+    if not any(d.HasField("dim_value") and d.dim_value < 0 for g in graphs_of(m) for d in declared(g)) \
+            and not any(bad_split(n) for nodes in node_lists(m) for n in nodes):
         return m
     out = ModelProto()
     out.CopyFrom(m)
@@ -198,4 +288,10 @@ def without_negative_dims(m: ModelProto) -> ModelProto:
         for d in declared(g):
             if d.HasField("dim_value") and d.dim_value < 0:
                 d.Clear()
+    for nodes in node_lists(out):
+        for n in nodes:
+            if bad_split(n):
+                kept = [a for a in n.attribute if a.name != "num_outputs"]
+                del n.attribute[:]
+                n.attribute.extend(kept)
     return out

@@ -24,6 +24,7 @@ from onnx.shape_inference import InferenceError, infer_shapes
 
 from ..fold.folder import NONDETERMINISTIC
 from ..graph.structure import graphs_of
+from ..infer.unreached import readable_by_onnx_inference
 from .adapter import Constant, Graph, Variable, outer_variables
 
 # An initializer this small may be a value onnx's inference reads (a Reshape shape, Tile
@@ -72,7 +73,7 @@ def runtime_view(model: ModelProto, input_dims=None) -> dict:
         if s.values.name not in inputs:
             g.input.append(helper.make_tensor_value_info(s.values.name, s.values.data_type, list(s.dims)))
     try:
-        inferred = infer_shapes(light, check_type=False, strict_mode=False, data_prop=False)
+        inferred = infer_shapes(readable_by_onnx_inference(light), check_type=False, strict_mode=False, data_prop=False)
     except (InferenceError, ValidationError, RuntimeError, ValueError):
         return {}
     view: dict = {}

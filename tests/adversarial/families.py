@@ -350,12 +350,19 @@ def _loop_body(graph):
     return graph
 
 
-def _unreached_model(kind: str, visible: bool, where: str, failing: str):
-    """x: float[2,3] (visible: onnxruntime's load-time inference sees the static dims) or
-    float[N,3] read through Reshape(x, Shape(x)) (the dims only values tell)."""
-    x = helper.make_tensor_value_info("x", TP.FLOAT, [2, 3] if visible else ["N", 3])
-    pre = [helper.make_node("Identity", ["x"], ["X"])] if visible else [
-        helper.make_node("Shape", ["x"], ["sx"]), helper.make_node("Reshape", ["x", "sx"], ["X"])]
+def _unreached_model(kind: str, visible: str, where: str, failing: str):
+    """X, what the code reads: x: float[2,3] itself ("static": onnxruntime's load-time inference
+    sees the static dims); x: float[N,3] read through Reshape(x, Shape(x)) ("values": dims only
+    values tell, which onnxruntime's load does not follow while one is symbolic); or a constant
+    [2,3] read through Reshape(c, Shape(c)) beside x: float[N,3] ("propagated": values fully
+    known, which onnxruntime's load follows)."""
+    x = helper.make_tensor_value_info("x", TP.FLOAT, [2, 3] if visible == "static" else ["N", 3])
+    pre = {"static": [helper.make_node("Identity", ["x"], ["X"])],
+           "values": [helper.make_node("Shape", ["x"], ["sx"]), helper.make_node("Reshape", ["x", "sx"], ["X"])],
+           "propagated": [helper.make_node("Constant", [], ["cst"], value=helper.make_tensor(
+                              "cstv", TP.FLOAT, [2, 3], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])),
+                          helper.make_node("Shape", ["cst"], ["sx"]),
+                          helper.make_node("Reshape", ["cst", "sx"], ["X"])]}[visible]
     inputs = [x]
     data = {}
     bad = lambda n: _body_graph(kind, n)  # noqa: E731
@@ -416,12 +423,12 @@ def _rebind(graph, old: str, new: str):
 def unreached_errors() -> list:
     cases = []
     for kind in _BREAKS:
-        for visible in (True, False):
+        for visible in ("static", "values", "propagated"):
             for where in ("if_data", "if_size", "loop_data", "loop_size", "scan", "if_in_loop", "if_in_function"):
                 for failing in (("then", "else", "both") if where.startswith("if_") and where in ("if_data", "if_size")
                                 else ("body",)):
                     m, data = _unreached_model(kind, visible, where, failing)
-                    name = f"{kind}-{'static' if visible else 'values'}-{where}-{failing}"
+                    name = f"{kind}-{visible}-{where}-{failing}"
                     # (onnxruntime concatenates an empty input whatever its other dims: a
                     # deviation inside a branch the judge cannot taint -- no empty X there)
                     sizes = (1, 2, 3) if kind == "concat" else (0, 1, 2)

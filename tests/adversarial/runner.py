@@ -711,6 +711,14 @@ class Judge:
                 return
             for o in self.model.graph.output:
                 why = roughly_same(want[o.name], got[o.name])
+                kernels = values.get(o.name)
+                if why and kernels is not None and roughly_same(kernels, want[o.name]) \
+                        and not roughly_same(kernels, got[o.name]):
+                    # onnxruntime's own rewrites change the original's result at that level (a
+                    # Gather by Range(-2, 3, 3) made a Slice from -2 gives one element, not two);
+                    # the written model computes what the kernels do: deviations.py
+                    self.out.deviations["ort-default-level-changes-original"] += 1
+                    continue
                 if why:
                     self.fail(f"{what}-differs-default", f"{what} model at onnxruntime's default level: output "
                               f"{o.name!r} differs from the original's: {why}", binding=self.binding(b),

@@ -98,7 +98,12 @@ def _mod(a, b):
 
 def _fmod(a, b):
     if isinstance(a, int) and isinstance(b, int):
-        return UNKNOWN if b == 0 else int(np.fmod(a, b))
+        # C's fmod: the dividend's sign; exact in Python ints (onnxruntime's integer fmod goes
+        # through double for some types: beyond 2**53 the value is not claimed, as folding does)
+        if b == 0 or abs(a) > 2**53 or abs(b) > 2**53:
+            return UNKNOWN
+        r = abs(a) % abs(b)
+        return -r if a < 0 else r
     if provably_nonneg(a) and provably_positive(b):
         return mod(a, b)
     return UNKNOWN

@@ -326,6 +326,8 @@ def scan(ctx):
         if f is None or f.shape is None:
             slices.append(None)
             continue
+        if not -len(f.shape) <= ax < len(f.shape):
+            raise ctx.error(f"scan_input_axes holds {ax}, outside the {len(f.shape)} axes of a scan input")
         ax = ax + len(f.shape) if ax < 0 else ax
         if seq_len is None:
             seq_len = f.shape[ax]
@@ -353,6 +355,8 @@ def scan(ctx):
         g = _per_iteration(ctx, f, mark, lead)
         if g.shape is not None and ax != 0:
             r = len(g.shape)
+            if not -r <= ax < r:
+                raise ctx.error(f"scan_output_axes holds {ax}, outside the {r} axes of a scan output")
             ax = ax + r if ax < 0 else ax
             dims = list(g.shape[1:])
             dims.insert(ax, lead)

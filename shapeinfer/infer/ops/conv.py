@@ -102,11 +102,20 @@ def conv(ctx):
 @rule("ConvTranspose", since=1)
 def conv_transpose(ctx):
     window_attributes(ctx)
+    group = ctx.attr("group", 1)
+    if group < 1:
+        raise ctx.error(f"group is {group}; it must be 1 or more")
+    for name in ("output_padding", "output_shape"):
+        values = ctx.attr(name)
+        if values and any(v < 0 for v in values):
+            raise ctx.error(f"{name} {list(values)} holds a negative value")
     data, weight = ctx.input(0), ctx.input(1)
+    if data is not None and data.shape is not None and len(data.shape) > 1 and type(data.shape[1]) is int \
+            and data.shape[1] % group:
+        raise ctx.error(f"the input's {data.shape[1]} channels do not divide into {group} groups")
     if data is None or weight is None or data.shape is None or weight.shape is None:
         return None
     n = len(data.shape) - 2
-    group = ctx.attr("group", 1)
     kernel = ctx.attr("kernel_shape") or list(weight.shape[2:])
     if not all(isinstance(k, int) for k in kernel) or n < 1:
         return None

@@ -47,6 +47,8 @@ def same_as_data(ctx):
     dtype = data.dtype
     if ctx.op_type == "EyeLike":
         dtype = ctx.attr("dtype", data.dtype)
+        if data.shape is not None and len(data.shape) != 2:
+            raise ctx.error(f"the input has rank {len(data.shape)}; EyeLike takes a 2-D tensor")
     return [Fact(dtype=dtype, shape=data.shape)]
 
 
@@ -99,6 +101,8 @@ def one_hot(ctx):
     indices, depth, values = ctx.input(0), ctx.input(1), ctx.input(2)
     if indices is None or indices.shape is None:
         return None
+    if not indices.shape:  # (the spec allows any rank; onnx's inference, run by onnxruntime at load, does not)
+        raise ctx.error("the indices are a scalar; onnxruntime takes indices of rank 1 or more")
     d = None
     if depth is not None and depth.value is not None and depth.value.size == 1:
         v = depth.value.reshape(-1)[0]
@@ -114,6 +118,8 @@ def one_hot(ctx):
 def depth_to_space(ctx):
     data = ctx.input(0)
     b = ctx.attr("blocksize")
+    if b is not None and b < 1:
+        raise ctx.error(f"blocksize is {b}; it must be 1 or more")
     if data is None or data.shape is None or len(data.shape) != 4 or not b:
         return None
     n, c, h, w = data.shape
@@ -126,6 +132,8 @@ def depth_to_space(ctx):
 def space_to_depth(ctx):
     data = ctx.input(0)
     b = ctx.attr("blocksize")
+    if b is not None and b < 1:
+        raise ctx.error(f"blocksize is {b}; it must be 1 or more")
     if data is None or data.shape is None or len(data.shape) != 4 or not b:
         return None
     n, c, h, w = data.shape
@@ -186,6 +194,11 @@ def einsum(ctx):
             letters.setdefault(term[i], []).append(f.shape[pos])
             pos += 1
             i += 1
+    if len({len(e) for e in ellipses}) > 1:
+        # (the spec broadcasts them numpy's way; onnx's inference, which onnxruntime runs at
+        # load, asks every ellipsis to stand for as many dims and refuses the model otherwise)
+        raise ctx.error(f"the ellipses of {eq!r} stand for {' and '.join(str(len(e)) for e in ellipses)} dims; "
+                        "onnxruntime takes an equal number")
     ell = broadcast_shapes(ctx, ellipses) if ellipses else ()
     dims = {}
     for letter, ds in letters.items():

@@ -70,6 +70,8 @@ def _resize(ctx, data, scales, sizes, axes=None, policy="stretch"):
         return None
     r = len(data.shape)
     axes = list(range(r)) if axes is None else [normalize_axis(ctx, a, r) for a in axes]
+    if len(set(axes)) != len(axes):
+        raise ctx.error(f"axes {axes} name an axis twice")
     out = list(data.shape)
     if sizes is not None:
         if len(sizes) != len(axes):
@@ -98,15 +100,25 @@ def _resize(ctx, data, scales, sizes, axes=None, policy="stretch"):
     return [Fact(dtype=data.dtype, shape=tuple(ctx.fresh() if i in axes else d for i, d in enumerate(out)))]
 
 
+def _upsample(ctx, scales):
+    """Upsample: every scale "greater than or equal to 1" (onnxruntime refuses a smaller one when
+    it creates the kernel, or fails the run where the scales are computed)."""
+    if scales is not None and any(not sc >= 1 for sc in scales):
+        if ctx.in_body:  # (the node may never run)
+            return _resize(ctx, ctx.input(0), [sc if sc >= 1 else None for sc in scales], None)
+        raise ctx.error(f"scales {list(scales)} hold a value below 1; Upsample takes scales of 1 or more")
+    return _resize(ctx, ctx.input(0), scales, None)
+
+
 @rule("Upsample", since=7)
 def upsample_v7(ctx):
     scales = ctx.attr("scales")
-    return _resize(ctx, ctx.input(0), list(scales) if scales is not None else None, None)
+    return _upsample(ctx, list(scales) if scales is not None else None)
 
 
 @rule("Upsample", since=9)
 def upsample_v9(ctx):
-    return _resize(ctx, ctx.input(0), _float_entries(ctx.input(1)), None)
+    return _upsample(ctx, _float_entries(ctx.input(1)))
 
 
 @rule("Resize", since=10)
@@ -127,15 +139,30 @@ def _given(ctx, i):
 @rule("Resize", since=11)
 def resize_v11(ctx):
     scales_fact, sizes_fact = _given(ctx, 2), _given(ctx, 3)
-    sizes = value_entries(sizes_fact) if sizes_fact is not None else None
-    scales = _float_entries(scales_fact) if scales_fact is not None and sizes_fact is None else None
-    if sizes is None and scales is None:
-        data = ctx.input(0)  # the sizes or scales are computed at run time: keep the rank
-        if data is None or data.shape is None:
-            return None
-        return [Fact(dtype=data.dtype, shape=ctx.fresh_shape(len(data.shape)))]
     axes = ctx.attr("axes") if ctx.version >= 18 else None
     policy = ctx.attr("keep_aspect_ratio_policy", b"stretch") if ctx.version >= 18 else b"stretch"
     if isinstance(policy, bytes):
-        policy = policy.decode()
+        policy = policy.decode(errors="replace")
+    if policy not in ("stretch", "not_larger", "not_smaller"):
+        raise ctx.error(f"keep_aspect_ratio_policy is {policy!r}; it is stretch, not_larger or not_smaller")
+    if all(f is not None and f.shape is not None and len(f.shape) == 1 and type(f.shape[0]) is int and f.shape[0] > 0
+           for f in (scales_fact, sizes_fact)):
+        raise ctx.error("scales and sizes are both given; only one of them may be")
+    data = ctx.input(0)
+    if data is not None and data.shape is not None:
+        if axes is not None:
+            named = [normalize_axis(ctx, a, len(data.shape)) for a in axes]
+            if len(set(named)) != len(named):
+                raise ctx.error(f"axes {named} name an axis twice")
+        want = len(axes) if axes is not None else len(data.shape)
+        for f, what in ((sizes_fact, "sizes"), (scales_fact, "scales")):
+            if f is not None and f.shape is not None and len(f.shape) == 1 and type(f.shape[0]) is int \
+                    and f.shape[0] != want:
+                raise ctx.error(f"{what} has {f.shape[0]} entries for {want} axes")
+    sizes = value_entries(sizes_fact) if sizes_fact is not None else None
+    scales = _float_entries(scales_fact) if scales_fact is not None and sizes_fact is None else None
+    if sizes is None and scales is None:
+        if data is None or data.shape is None:  # (the sizes or scales are computed at run time: keep the rank)
+            return None
+        return [Fact(dtype=data.dtype, shape=ctx.fresh_shape(len(data.shape)))]
     return _resize(ctx, ctx.input(0), scales, sizes, list(axes) if axes is not None else None, policy)

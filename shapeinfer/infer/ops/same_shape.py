@@ -38,6 +38,8 @@ def same_shape(ctx):
     out = _same(ctx)
     if out is None:
         return None
+    if ctx.op_type == "Trilu" and out.shape is not None and len(out.shape) < 2:
+        raise ctx.error(f"the input has rank {len(out.shape)}; Trilu takes a matrix or a batch of them (rank 2 at least)")
     axis_rule = _AXIS.get(ctx.op_type)
     if axis_rule is not None and out.shape is not None:
         since, before, after = axis_rule
@@ -68,6 +70,16 @@ def batch_norm(ctx):
     data = ctx.input(0)
     if data is not None and data.shape is not None and len(data.shape) < 2:
         raise ctx.error(f"the input has rank {len(data.shape)}; BatchNormalization normalizes [N, C, ...] (rank 2 at least)")
+    if ctx.version >= 9:  # (before, spatial=0 gives scale and the others the shape [C, D1, ...])
+        channels = data.shape[1] if data is not None and data.shape is not None else None
+        for k, what in ((1, "scale"), (2, "B"), (3, "mean"), (4, "var")):
+            f = ctx.input(k)
+            if f is None or f.shape is None:
+                continue
+            if len(f.shape) != 1:
+                raise ctx.error(f"{what} (input {k}) has rank {len(f.shape)}; it must be 1-D, one entry per channel")
+            if type(channels) is int and type(f.shape[0]) is int and f.shape[0] != channels:
+                raise ctx.error(f"{what} (input {k}) has {f.shape[0]} entries for {channels} channels")
     if data is None or len(ctx.node.output) > 1:
         return None  # training-mode outputs: onnx's inference knows their shapes
     return [Fact(dtype=data.dtype, shape=data.shape)]

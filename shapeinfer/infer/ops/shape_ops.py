@@ -497,7 +497,13 @@ def _float_range(ctx, dtype, vals) -> Fact:
 
 @rule("ConstantOfShape", since=9)
 def constant_of_shape(ctx):
-    spec = value_entries(ctx.input(0))
+    given = ctx.input(0)
+    if given is not None and given.shape is not None and len(given.shape) != 1:
+        if len(given.shape) > 1 and given.value is not None:
+            # (as Expand's shape: onnxruntime reads known values of any rank in order)
+            raise CannotDecide("off-spec-input", f"the shape (input 0) has rank {len(given.shape)}, not 1")
+        raise ctx.error(f"the shape (input 0) has rank {len(given.shape)}; it must be a 1-D tensor")
+    spec = value_entries(given)
     attr = ctx.attr("value")
     dtype = attr.data_type if attr is not None else TensorProto.FLOAT
     if attr is not None and math.prod(attr.dims) != 1:
@@ -639,12 +645,17 @@ def split(ctx):
     equal parts (exact division before v18; from v18 ``num_outputs`` parts of ceil(d/n), the
     last one smaller)."""
     data = ctx.input(0)
+    n = len(ctx.node.output)
+    parts = ctx.attr("num_outputs") if ctx.version >= 18 else None
+    if parts is not None and parts < 1:
+        raise ctx.error(f"num_outputs is {parts}; it must be 1 or more")
+    if parts is not None and parts != n:  # (onnxruntime's kernel fails on every run)
+        raise ctx.error(f"num_outputs is {parts} and the node has {n} outputs")
     if data is None or data.shape is None:
         return None
     r = len(data.shape)
     axis = normalize_axis(ctx, ctx.attr("axis", 0), r)
     d = data.shape[axis]
-    n = len(ctx.node.output)
     sizes = ctx.attr("split") if ctx.version < 13 else None
     sizes = list(sizes) if sizes else None
     if sizes is None and (ctx.version < 2 or ctx.version >= 13) and ctx.has_input(1):
