@@ -638,3 +638,32 @@ def test_mod_of_constants_at_the_ends_of_every_integer_type(dtype, fmod):
                 assert int(v) == int(want[k]), (a[k], b[k], v, want[k])
     got = _session(shapeinfer.optimize(model)).run(None, {})[0]
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("x_dims", [[0, 1], ["N", 1], [2, 1], [0, "M"]])
+def test_topk_past_an_axis_onnxruntime_knows_at_load(x_dims):
+    """TopK k=2 along axis 1: onnxruntime's load refuses it where that axis is declared 1 (with
+    x [0, 1] too, though the tensor is empty); with x [0, M] it loads, and runs where M >= 2.
+    check's verdict is onnxruntime's."""
+    x = helper.make_tensor_value_info("x", TP.FLOAT, x_dims)
+    k = helper.make_tensor("k", TP.INT64, [1], [2])
+    g = helper.make_graph([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, name="top")], "g", [x],
+                          [helper.make_tensor_value_info("v", TP.FLOAT, None)], [k])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    loads = _loads(model)
+    assert loads == (x_dims == [0, "M"])
+    errors = shapeinfer.check(model).errors
+    assert bool(errors) == (not loads), errors
+    if loads:
+        assert _session(model).run(None, {"x": np.zeros((0, 2), np.float32)})[0].shape == (0, 2)
+
+
+def test_an_element_count_past_a_float_is_reported_not_crashed():
+    """A shape of 130 dims of 255 has more elements than a float holds (about 1.9e+312): the
+    report says so instead of failing to format the count."""
+    s = helper.make_tensor("s", TP.INT64, [130], [255] * 130)
+    g = helper.make_graph([helper.make_node("ConstantOfShape", ["s"], ["c"], name="cos")], "g", [],
+                          [helper.make_tensor_value_info("c", TP.FLOAT, None)], [s])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    errors = shapeinfer.check(model).errors
+    assert errors and errors[0].code == "int64-overflow" and "e+312" in errors[0].message, errors

@@ -17,7 +17,8 @@ Errors (the model cannot run as exported):
   type inference contradicts: onnxruntime refuses the model), ``type-error`` (a node's input
   types disagree), ``shape-error`` (a Reshape whose element counts can never match, an Expand
   with incompatible dims, a Tile with bad repeats, ...), ``int64-overflow`` (a tensor with more
-  elements than int64 counts), ``internal-error`` (a bug of ours, reported as a failure of that
+  elements than int64 counts, read by more than a Shape), ``no-kernel`` (an element type
+  onnxruntime's CPU provider has no kernel for: checker/runtime.py), ``internal-error`` (a bug of ours, reported as a failure of that
   model rather than ending the run).
 Warnings (the model runs, for some inputs or in some runtimes, or shapeinfer cannot tell):
   ``conditional-shape`` (a Reshape valid only for some values of the symbols -- which),
@@ -48,6 +49,7 @@ import re
 import time
 from typing import Optional
 
+import numpy as np
 import onnx
 from onnx import ModelProto
 
@@ -56,7 +58,7 @@ from ..graph.structure import graphs_of, node_label, shadowed_names, shadowing_m
 from ..infer.engine import Engine
 from ..infer.facts import dtype_name
 from ..infer.result import InferenceResult
-from ..infer.unreached import inference_view, or_not_run, running_clause, readable_by_onnx_inference
+from ..infer.unreached import inference_view, load_time_static, or_not_run, readable_by_onnx_inference, running_clause
 from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
 from ..modelio.load import load_model
 from ..symbolic import Bcast, Sym, atoms
@@ -173,6 +175,58 @@ def _runtime_refusals(m: ModelProto, report: CheckReport) -> set:
     return reported
 
 
+def _kernel_refusals(m: ModelProto, result, report: CheckReport, refused: set) -> None:
+    """Main-graph nodes of the ONNX domains on an element type onnxruntime's CPU provider has no
+    kernel for: it refuses the model at load (NOT_IMPLEMENTED)."""
+    rt = runtime_table()
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in m.opset_import}
+    for n in m.graph.node:
+        if n.domain not in ("", "ai.onnx", "ai.onnx.ml") or node_label(n) in refused:
+            continue
+        types = [[], []]
+        for side, names in ((0, n.input), (1, n.output)):
+            for name in names:
+                fact = result.facts.get(name) if name else None
+                types[side].append(fact.dtype if fact is not None and fact.type_proto is None else 0)
+        why = rt.kernel_problem(n, opsets.get("" if n.domain in ("", "ai.onnx") else n.domain), *types)
+        if why:
+            report.add(ERROR, "no-kernel", f"{why}: onnxruntime refuses the model (another provider may run it)",
+                       node_label(n), n.op_type)
+
+
+def _topk_refusals(m: ModelProto, result, report: CheckReport) -> None:
+    """TopK asking more elements than an axis onnxruntime's load knows to be static holds, with
+    a constant k: its load-time inference refuses the model, even where the tensor is empty
+    (which the shape rule lets run: onnxruntime runs an empty one where its load does not know
+    the dims)."""
+    g = m.graph
+    if not any(n.op_type == "TopK" for n in g.node):
+        return
+    known = load_time_static(m, result.facts)
+    for vi in g.input:  # (a dim declared as a number: the others unknown, None)
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is not None and tt.HasField("shape"):
+            known[vi.name] = (tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim), 0)
+    constants = {t.name for t in g.initializer} - {i.name for i in g.input}
+    constants |= {o for n in g.node if n.op_type == "Constant" for o in n.output}
+    for n in g.node:
+        if n.op_type != "TopK" or n.domain not in ("", "ai.onnx") or not n.input or n.input[0] not in known:
+            continue
+        dims = known[n.input[0]][0]
+        axis = next((a.i for a in n.attribute if a.name == "axis"), -1)
+        if not -len(dims) <= axis < len(dims):
+            continue
+        k = next((a.i for a in n.attribute if a.name == "k"), None)
+        if len(n.input) > 1:
+            fact = result.facts.get(n.input[1])
+            k = None
+            if n.input[1] in constants and fact is not None and fact.value is not None and fact.value.size == 1:
+                k = fact.value.reshape(-1)[0]
+        if isinstance(k, (int, np.integer)) and dims[axis] is not None and int(k) > dims[axis]:
+            report.add(ERROR, "shape-error", f"k = {int(k)} is more than the {dims[axis]} elements along axis {axis}, "
+                       "static when onnxruntime loads the model: it refuses it", node_label(n), n.op_type)
+
+
 def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     if path is not None:
         m = load_model(path)  # refuses unsafe or missing external data too
@@ -205,6 +259,8 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
         report.add(ERROR, "shape-error", e.rule, e.node_name, e.op_type)
         return
     result = InferenceResult(m, engine)
+    _kernel_refusals(m, result, report, refused)
+    _topk_refusals(m, result, report)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),

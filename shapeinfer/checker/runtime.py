@@ -7,7 +7,9 @@ Each finding made from the table names the release it describes.
 Model-level refusals check reports from it, each an error (onnxruntime refuses the model at
 load): an opset newer than onnxruntime runs, an op of a domain neither ONNX, onnxruntime nor the
 model's functions define, an op of onnxruntime's own domains that it does not have, or called
-with inputs, outputs or attributes its schema does not take.
+with inputs, outputs or attributes its schema does not take, an ONNX op on an element type its
+CPU provider has no kernel for (NOT_IMPLEMENTED, found by trying onnx's backend node cases with
+every type their schemas allow).
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import json
 import os
 from typing import Optional
 
-from onnx import AttributeProto, ModelProto
+import onnx
+from onnx import AttributeProto, ModelProto, TensorProto
 
 __all__ = ["RuntimeTable", "table"]
 
+_TYPE_CODES = frozenset(TensorProto.DataType.values())
 _PATH = os.path.join(os.path.dirname(__file__), "data", "onnxruntime_ops.json")
 
 
@@ -30,6 +34,32 @@ class RuntimeTable:
         self.newest = {("" if d == "ai.onnx" else d): v for d, v in data["newest_opsets"].items()}
         self.domains = frozenset("" if d == "ai.onnx" else d for d in data["domains"])
         self.ops = data["ops"]
+        self.missing_kernels = data.get("missing_kernels", {})
+
+    def kernel_problem(self, node, version: Optional[int], input_types: list, output_types: list) -> Optional[str]:
+        """Why onnxruntime's CPU provider has no kernel for ``node`` of an ONNX domain at opset
+        ``version`` with inputs and outputs of these element types (TensorProto codes, 0
+        unknown), or None."""
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        if version is None or not self.missing_kernels:
+            return None
+        try:
+            schema = onnx.defs.get_schema(node.op_type, version, domain)
+        except onnx.defs.SchemaError:
+            return None
+        lacking = self.missing_kernels.get(f"{domain}|{node.op_type}|{schema.since_version}")
+        if not lacking:
+            return None
+        for formal, types, what in ((schema.inputs, input_types, "input"), (schema.outputs, output_types, "output")):
+            for k, dtype in enumerate(types):
+                if not dtype or not formal:
+                    continue
+                param = formal[min(k, len(formal) - 1)].type_str
+                name = f"tensor({TensorProto.DataType.Name(dtype).lower()})" if dtype in _TYPE_CODES else None
+                if name is not None and name in lacking.get(param, ()):
+                    return (f"{self.release}'s CPU provider has no kernel for {node.op_type} (opset "
+                            f"{schema.since_version}) with {name[7:-1]} as {what} {k}")
+        return None
 
     def opset_problems(self, model: ModelProto) -> list:
         """(domain, version, newest) for each opset import newer than onnxruntime runs."""

@@ -83,6 +83,14 @@ def _declared_str(tt) -> str:
     return "[" + ",".join(d.dim_param or (str(d.dim_value) if d.HasField("dim_value") else "?") for d in tt.shape.dim) + "]"
 
 
+def _count_str(count: int) -> str:
+    """An element count in three digits (a count past a float's range as a power of ten)."""
+    if count < 10 ** 300:
+        return f"{count:.3g}"
+    digits = str(count)
+    return f"{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
+
+
 def _only_shape_reads(graph, name: str) -> bool:
     """Whether name is not a graph output and every node that reads it is a Shape (onnxruntime's
     constant folding replaces those by their values, so the tensor is never computed)."""
@@ -111,8 +119,8 @@ def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
                 for d in fact.shape:
                     count *= d
                 if count > INT64_MAX:
-                    what = f"output {o!r} of shape {shape_str(fact.shape)} would have {count:.3g} elements, " \
-                           "more than int64 can count"
+                    what = f"output {o!r} of shape {shape_str(fact.shape)} would have {_count_str(count)} " \
+                           "elements, more than int64 can count"
                     if _only_shape_reads(graph, o):
                         report.add(WARNING, "int64-overflow", f"{what}: onnxruntime fails where it computes the "
                                    "tensor (graph optimizations off); at its default level it folds the Shape "
@@ -121,7 +129,7 @@ def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
                         report.add(ERROR, "int64-overflow", what, node_label(n), n.op_type)
                 elif count >= HUGE_ELEMENTS:
                     report.add(WARNING, "huge-tensor", f"output {o!r} of shape {shape_str(fact.shape)} has "
-                               f"{count:.3g} elements", node_label(n), n.op_type)
+                               f"{_count_str(count)} elements", node_label(n), n.op_type)
             for d in fact.shape:
                 if not isinstance(d, Expr):
                     continue
