@@ -8,7 +8,7 @@ optimisations off); every optimised model's outputs bit for bit; no crash, no ha
 model called invalid. See tests/adversarial/runner.py for the rules and deviations.py for where
 the runtimes leave the spec.
 
-    python -m pytest tests/test_adversarial.py                       # the default run (250 graphs, 8 items)
+    python -m pytest tests/test_adversarial.py                       # the default run (160 graphs, 5 items)
     SHAPEINFER_ADVERSARIAL=20000 python -m pytest tests/test_adversarial.py -s   # the long run
     SHAPEINFER_ADVERSARIAL_SEED=5000 ...                              # start elsewhere
     python -m tests.adversarial.harness 0:500 --shrink                # the same, from the shell
@@ -31,7 +31,7 @@ from tests.adversarial import harness, runner  # noqa: E402
 from tests.adversarial.gen import generate  # noqa: E402
 from tests.adversarial.runner import Judge, same_bits  # noqa: E402
 
-DEFAULT_GRAPHS = 250
+DEFAULT_GRAPHS = 160
 LONG = int(os.environ.get("SHAPEINFER_ADVERSARIAL", "0") or 0)
 FIRST_SEED = int(os.environ.get("SHAPEINFER_ADVERSARIAL_SEED", "0") or 0)
 # The default run is split into items of this many seeds, each judged on its own (every item
