@@ -667,3 +667,28 @@ def test_an_element_count_past_a_float_is_reported_not_crashed():
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     errors = shapeinfer.check(model).errors
     assert errors and errors[0].code == "int64-overflow" and "e+312" in errors[0].message, errors
+
+
+@pytest.mark.parametrize("to", [TP.BOOL, TP.INT32, TP.FLOAT])
+def test_a_wrapped_shape_value_cast_is_not_a_crash(to):
+    """Shape(Tile(x, N))*129 - 2 -- N*N*129 - 2 -- is an int64 element that may wrap (Wrapped);
+    a Cast of it to bool asked whether an unknown element is 0 and crashed (long run seed
+    15998). Every value claimed is onnxruntime's at sizes 0, 1 and 2."""
+    model = parser.parse_model(f"""<ir_version: 8, opset_import: ["" : 17]>
+    g (float[N] x) => (int64[1] y) <int64[1] k = {{129}}, int64[1] m = {{-2}}> {{
+       n = Shape(x)
+       t = Tile(x, n)
+       s = Shape(t)
+       a = Mul(s, k)
+       b = Add(a, m)
+       c = Cast<to: int = {to}>(b)
+       y = Cast<to: int = 7>(c)
+    }}""")
+    from shapeinfer.infer.facts import is_unknown
+
+    value = shapeinfer.infer(model).fact("y").value
+    element = None if value is None else value.reshape(-1)[0]
+    for n in (0, 1, 2):
+        want = _session(model).run(None, {"x": np.zeros(n, np.float32)})[0]
+        if element is not None and not is_unknown(element):
+            assert int(evaluate(element, {"N": n})) == int(want[0]), (n, element, want)

@@ -347,10 +347,26 @@ def _grid_models():
         grid.append((f"cumsum-{t}", f"g ({t}[2,3] x) => ({t}[] y) {{ a = Constant<value: tensor = int64 {{1}}>() y = CumSum(x, a) }}"))
     for to in (1, 10, 16, 17, 23):
         grid.append((f"cast-to-{to}", f"g (float[3] x) => (float[] y) {{ q = Cast<to: int = {to}>(x) y = Cast<to: int = 1>(q) }}"))
+    for size in (2, 3, 4, 5):
+        grid.append((f"lrn-{size}", f"g (float[1,3,2,2] x) => (float[] y) {{ y = LRN<size: int = {size}>(x) }}"))
+    for b, t in ((1, 0), (0, 1), (1, 1), (0, 0)):
+        grid.append((f"reversesequence-{b}-{t}", f"g (float[2,2] x) => (float[] y) {{ l = Constant<value: tensor = int64[2] "
+                     f"{{1, 2}}>() y = ReverseSequence<batch_axis: int = {b}, time_axis: int = {t}>(x, l) }}"))
+    for op, dtype, zero in (("Div", "int64", "0, 1"), ("Div", "int32", "1, 1"), ("Mod", "int64", "2, 0"),
+                            ("Div", "float", "0, 1"), ("Mod", "int32", "1, 3")):
+        grid.append((f"{op.lower()}-{dtype}-{zero}", f"g ({dtype}[2] x) => ({dtype}[] y) {{ z = Constant<value: tensor = "
+                     f"{dtype}[2] {{{zero}}}>() y = {op}(x, z) }}"))
+    for opset in (16, 20):
+        for mode in ("bilinear", "linear", "nearest", "cubic", "bicubic", "bogus"):
+            grid.append((f"gridsample{opset}-{mode}", "g (float[1,1,2,2] x, float[1,2,2,2] g) => (float[] y) "
+                         f"{{ y = GridSample<mode: string = \"{mode}\">(x, g) }}", opset))
+    for direction in ("LEFT", "RIGHT", "UP"):
+        grid.append((f"bitshift-{direction}", "g (uint8[2] x, uint8[2] s) => (uint8[] y) "
+                     f"{{ y = BitShift<direction: string = \"{direction}\">(x, s) }}"))
     out = []
-    for name, text in grid:
-        model = parser.parse_model(head.replace('"" : 18', '"" : 23') + text if name.startswith("cast-to")
-                                   else head + text)
+    for name, text, *opset in grid:
+        version = opset[0] if opset else 23 if name.startswith("cast-to") else 18
+        model = parser.parse_model(head.replace('"" : 18', f'"" : {version}') + text)
         feeds = {}
         for vi in model.graph.input:
             dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]

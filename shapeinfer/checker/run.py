@@ -227,6 +227,30 @@ def _topk_refusals(m: ModelProto, result, report: CheckReport) -> None:
                        "static when onnxruntime loads the model: it refuses it", node_label(n), n.op_type)
 
 
+_INTEGER_TYPES = frozenset({onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
+                            onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32,
+                            onnx.TensorProto.UINT64})
+
+
+def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport) -> None:
+    """Integer Div or Mod by a constant (an initializer, a Constant node) that holds 0: undefined
+    in the spec; onnxruntime reads such a divisor when it creates the kernel and refuses the
+    model. (A divisor computed at run time it loads; the run divides by zero.)"""
+    g = m.graph
+    constants = {t.name for t in g.initializer} - {i.name for i in g.input}
+    constants |= {o for n in g.node if n.op_type == "Constant" for o in n.output}
+    for n in g.node:
+        if n.op_type not in ("Div", "Mod") or n.domain not in ("", "ai.onnx") or len(n.input) < 2 \
+                or n.input[1] not in constants:
+            continue
+        fact = result.facts.get(n.input[1])
+        if fact is None or fact.dtype not in _INTEGER_TYPES or fact.value is None or fact.value.dtype == object:
+            continue
+        if fact.value.size and not fact.value.all():
+            report.add(ERROR, "shape-error", "the divisor, a constant, holds 0: integer division by zero is undefined, "
+                       "and onnxruntime refuses the model when it creates the kernel", node_label(n), n.op_type)
+
+
 def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     if path is not None:
         m = load_model(path)  # refuses unsafe or missing external data too
@@ -261,6 +285,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     result = InferenceResult(m, engine)
     _kernel_refusals(m, result, report, refused)
     _topk_refusals(m, result, report)
+    _zero_divisor_refusals(m, result, report)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),

@@ -35,7 +35,7 @@ from .protos import fact_from_type, value_from_tensor
 from .registry import lookup, normalize_domain
 from .symbols import SymbolTable, input_symbol_names
 from .unreached import Region, UnreachedFailure, describe, load_time_static, onnx_rejections, visible_to_runtime
-from .validate import schema_problem
+from .validate import attribute_problem, schema_problem
 
 _NO_RULE = object()
 _UNSET = object()
@@ -563,6 +563,8 @@ class Engine:
             memo_key = None
         if version is not None and (domain == "" or domain == "ai.onnx.ml"):
             why = schema_problem(node, version, inputs)
+            if why is None and domain == "":
+                why = attribute_problem(node, version)
             if why is not None:  # (what onnxruntime checks at load: see validate.py)
                 return self._invalid(node, ShapeInferenceError(
                     why, node_name=node_label(node), op_type=op,

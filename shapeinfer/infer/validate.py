@@ -19,7 +19,7 @@ from typing import Optional
 import onnx
 from onnx import AttributeProto, TensorProto
 
-__all__ = ["schema_problem"]
+__all__ = ["attribute_problem", "schema_problem"]
 
 _OPTION = onnx.defs.OpSchema.FormalParameterOption
 
@@ -132,3 +132,36 @@ def schema_problem(node, version: int, inputs: list) -> Optional[str]:
     given_in = tuple(bool(n) for n in node.input)
     in_types = tuple((f.dtype if f is not None and f.type_proto is None else 0) for f in inputs)
     return _problem(domain, node.op_type, version, attrs, given_in, len(node.output), in_types)
+
+
+# Attribute values onnxruntime refuses when it creates the kernel (at load), past what the schema
+# types say: the words a string attribute takes, by op and from which opset.
+_WORDS = {
+    ("GridSample", "mode"): ((16, ("bilinear", "nearest", "bicubic")), (20, ("linear", "nearest", "cubic"))),
+    ("GridSample", "padding_mode"): ((16, ("zeros", "border", "reflection")),),
+    ("BitShift", "direction"): ((11, ("LEFT", "RIGHT")),),
+}
+
+
+def attribute_problem(node, version: int) -> Optional[str]:
+    """Why onnxruntime refuses ``node`` (default domain, opset ``version``) for an attribute
+    value when it creates its kernel, or None: a word a string attribute does not take, an LRN
+    of an even size, a ReverseSequence whose batch and time axes are one axis."""
+    op = node.op_type
+    attrs = {a.name: a for a in node.attribute if not a.ref_attr_name}  # (a reference: its value comes with the call)
+    for (o, name), by_version in _WORDS.items():
+        if o != op or name not in attrs or attrs[name].type != AttributeProto.STRING:
+            continue
+        words = [w for since, w in by_version if since <= version]
+        if words:
+            value = attrs[name].s.decode(errors="replace")
+            if value not in words[-1]:
+                return f"{name} is {value!r}; {op} (opset {version}) takes {', '.join(words[-1])}"
+    if op == "LRN" and "size" in attrs and attrs["size"].type == AttributeProto.INT and attrs["size"].i % 2 == 0:
+        return f"size is {attrs['size'].i}; onnxruntime takes an odd size (the window centred on each channel)"
+    if op == "ReverseSequence":
+        batch = attrs["batch_axis"].i if "batch_axis" in attrs else 1
+        time_ = attrs["time_axis"].i if "time_axis" in attrs else 0
+        if batch == time_:
+            return f"batch_axis and time_axis are both {batch}; they must be different axes (0 and 1)"
+    return None

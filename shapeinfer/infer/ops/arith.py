@@ -15,6 +15,7 @@ same dim; True and False stay Python bools.)
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 
 from ...symbolic import (
     Expr,
@@ -252,8 +253,6 @@ def _exact(ctx, arrays, attrs=None):
 
 def _out_dtype(op, facts):
     if op in _BOOL_OUT:
-        from onnx import TensorProto
-
         return TensorProto.BOOL
     return facts[0].dtype
 

@@ -35,7 +35,8 @@ from ...modelio.tensors import np_dtype, read_tensor
 from ...fold.folder import exact_value
 from ...modelio.external import read_small_tensor
 from ...semantics import INT_RANGES, as_python_slice, slice_range, slice_runtimes_differ
-from ..facts import FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, elementwise, obj_array, value_from_numpy
+from ..facts import (FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, elementwise, is_unknown, obj_array,
+                     value_from_numpy)
 from ..registry import rule
 from ._util import (dims_value, fit_integer_value, int_entries, normalize_axis, prod, small_shape, value_entries,
                     zero_implies_zero)
@@ -406,8 +407,10 @@ def _cast_value(ctx, value, src: int, dst: int):
 
 
 def _nonzero(e):
-    if isinstance(e, bool) or e is UNKNOWN:
+    if isinstance(e, bool):
         return e
+    if is_unknown(e):  # (UNKNOWN, or a Wrapped element: whether it is 0 is not known)
+        return UNKNOWN
     if isinstance(e, int):
         return e != 0
     if provably_positive(e) or provably_positive(neg(e)):
