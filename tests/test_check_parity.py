@@ -390,3 +390,35 @@ def test_check_says_what_onnxruntime_says_on_rule_grids(case):
         assert errors, f"{name}: onnxruntime {verdict} it, check reports no error"
     elif verdict == "runs":
         assert not errors, f"{name}: onnxruntime runs it, check says {errors[0].code}: {errors[0].message}"
+
+
+def _stored_length_models():
+    """An initializer whose typed field holds fewer, as many or more entries than its dims need,
+    for types stored one per entry and packed (int4), read by an Identity. (A complex tensor,
+    two entries per element, onnxruntime loads in no graph: "not currently registered".)"""
+    out = []
+    for dtype, field, per_entry, value in ((TensorProto.FLOAT, "float_data", 1, 1.0),
+                                           (TensorProto.INT64, "int64_data", 1, 1),
+                                           (TensorProto.FLOAT16, "int32_data", 1, 15360),
+                                           (TensorProto.BOOL, "int32_data", 1, 1),
+                                           (TensorProto.INT4, "int32_data", 2, 17)):
+        for extra in (-1, 0, 1):
+            entries = int(-(-4 // per_entry)) + extra
+            t = TensorProto(name="w", data_type=dtype, dims=[4])
+            getattr(t, field).extend([value] * entries)
+            g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                                  [helper.make_tensor_value_info("y", dtype, [4])], [t])
+            model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+            out.append((f"{TensorProto.DataType.Name(dtype)}-{extra:+d}", model))
+    return out
+
+
+@pytest.mark.parametrize("case", _stored_length_models(), ids=lambda c: c[0])
+def test_check_says_what_onnxruntime_says_on_stored_lengths(case):
+    name, model = case
+    verdict = _verdict_in_child(model, [])
+    errors = shapeinfer.check(model).errors
+    if verdict in ("refused", "fails"):
+        assert errors, f"{name}: onnxruntime {verdict} it, check reports no error"
+    elif verdict == "runs":
+        assert not errors, f"{name}: onnxruntime runs it, check says {errors[0].code}: {errors[0].message}"

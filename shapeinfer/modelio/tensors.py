@@ -29,8 +29,8 @@ PER_BYTE = {**{t: 2 for t in PACKED_4BIT}, **{t: 4 for t in PACKED_2BIT}}
 
 
 def tensor_problem(tensor: TensorProto) -> Optional[str]:
-    """Why a stored tensor cannot be what it says (unknown type, negative dim, too few bytes
-    or elements for its dims), or None. Cheap: the bytes are measured, never copied."""
+    """Why a stored tensor cannot be what it says (unknown type, negative dim, other than the
+    bytes or elements its dims need), or None. Cheap: the bytes are measured, never copied."""
     data_type = tensor.data_type
     if data_type not in _KNOWN_TYPES:
         return f"element type {data_type} is not an ONNX type"
@@ -62,9 +62,12 @@ def tensor_problem(tensor: TensorProto) -> Optional[str]:
     have = max(len(getattr(tensor, f)) for f in TYPED_FIELDS)
     if data_type in (TensorProto.COMPLEX64, TensorProto.COMPLEX128):
         have //= 2
-    if per_byte:
-        have *= per_byte
-    if have < n:
+    if per_byte:  # (packed: per_byte elements in each entry, the last one maybe part-filled)
+        entries, need_entries = have, -(-n // per_byte)
+        if entries != need_entries:
+            return f"holds {entries} packed entries, its dims {list(dims)} need {need_entries}"
+        return None
+    if have != n:  # (onnxruntime refuses more elements than the dims hold as well as fewer)
         return f"holds {have} elements, its dims {list(dims)} need {n}"
     return None
 
