@@ -206,7 +206,8 @@ def _topk_refusals(m: ModelProto, result, report: CheckReport) -> None:
     for vi in g.input:  # (a dim declared as a number: the others unknown, None)
         tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
         if tt is not None and tt.HasField("shape"):
-            known[vi.name] = (tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim), 0)
+            known[vi.name] = (tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
+                                    for d in tt.shape.dim), 0)  # (-1, as some exporters write: dynamic)
     constants = {t.name for t in g.initializer} - {i.name for i in g.input}
     constants |= {o for n in g.node if n.op_type == "Constant" for o in n.output}
     for n in g.node:
