@@ -176,31 +176,33 @@ KNOWN_GAPS = {
 }
 
 
-def _verdict_in_child(model, inputs):
-    """_ort_verdict in a forked child: onnxruntime aborts the process on some mutants (a Split
-    whose num_outputs differs from its outputs trips an assertion); that is "refused"."""
-    import pickle
+_POOL: list = []  # one worker process, made again when onnxruntime kills it
 
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # (the child: no pytest machinery runs here)
-        os.close(r)
-        try:
-            verdict = _ort_verdict(model, inputs)
-        except BaseException:  # noqa: BLE001 - anything onnxruntime raises is its refusal
-            verdict = "refused"
-        os.write(w, pickle.dumps(verdict))
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while True:
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    return pickle.loads(data) if data else "refused"
+
+@pytest.fixture(scope="module", autouse=True)
+def _worker_stopped_after_the_module():
+    yield
+    while _POOL:
+        _POOL.pop().shutdown(wait=True)
+
+
+def _verdict_in_child(model, inputs):
+    """_ort_verdict in a worker process (started by a forkserver: never a fork of this process,
+    whose threads a fork could leave holding a lock): onnxruntime aborts the process on some
+    mutants (a Split whose num_outputs differs from its outputs trips an assertion); that, and
+    no verdict within a minute, is "refused"."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import TimeoutError as FutureTimeout
+    from concurrent.futures.process import BrokenProcessPool
+
+    if not _POOL:
+        _POOL.append(ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("forkserver")))
+    try:
+        return _POOL[0].submit(_ort_verdict, model, inputs).result(timeout=60)
+    except (BrokenProcessPool, FutureTimeout):
+        _POOL.pop().shutdown(wait=False, cancel_futures=True)
+        return "refused"
 
 
 def _ort_verdict(model, inputs):
@@ -360,6 +362,13 @@ def _grid_models():
         for mode in ("bilinear", "linear", "nearest", "cubic", "bicubic", "bogus"):
             grid.append((f"gridsample{opset}-{mode}", "g (float[1,1,2,2] x, float[1,2,2,2] g) => (float[] y) "
                          f"{{ y = GridSample<mode: string = \"{mode}\">(x, g) }}", opset))
+    for op, dtype in (("Div", "int64"), ("Mod", "int32")):  # (a 0-d constant divisor)
+        grid.append((f"{op.lower()}-{dtype}-scalar-0", f"g ({dtype}[2,4] x) => ({dtype}[] y) {{ z = Constant<value: tensor = "
+                     f"{dtype} {{0}}>() y = {op}(x, z) }}"))
+    for dims, c in (("1", 1), ("2", 2), ("2", 1), ("2,3", 3), ("1,1", 1)):  # BatchNormalization of rank 1 and 2
+        grid.append((f"batchnorm-[{dims}]", f"g (float[{dims}] x) => (float[] y) {{ s = Constant<value: tensor = float[{c}] "
+                     f"{{{', '.join(['1.0'] * c)}}}>() b = Constant<value: tensor = float[{c}] {{{', '.join(['0.0'] * c)}}}>() "
+                     "y = BatchNormalization(x, s, b, b, s) }"))
     for direction in ("LEFT", "RIGHT", "UP"):
         grid.append((f"bitshift-{direction}", "g (uint8[2] x, uint8[2] s) => (uint8[] y) "
                      f"{{ y = BitShift<direction: string = \"{direction}\">(x, s) }}"))

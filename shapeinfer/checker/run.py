@@ -245,9 +245,9 @@ def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport) -> None:
                 or n.input[1] not in constants:
             continue
         fact = result.facts.get(n.input[1])
-        if fact is None or fact.dtype not in _INTEGER_TYPES or fact.value is None or fact.value.dtype == object:
+        if fact is None or fact.dtype not in _INTEGER_TYPES or fact.value is None:
             continue
-        if fact.value.size and not fact.value.all():
+        if any(type(v) is int and v == 0 or isinstance(v, np.integer) and v == 0 for v in fact.value.reshape(-1)):
             report.add(ERROR, "shape-error", "the divisor, a constant, holds 0: integer division by zero is undefined, "
                        "and onnxruntime refuses the model when it creates the kernel", node_label(n), n.op_type)
 

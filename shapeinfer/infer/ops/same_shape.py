@@ -68,10 +68,13 @@ def dropout(ctx):
 @rule("BatchNormalization", since=1)
 def batch_norm(ctx):
     data = ctx.input(0)
-    if data is not None and data.shape is not None and len(data.shape) < 2:
-        raise ctx.error(f"the input has rank {len(data.shape)}; BatchNormalization normalizes [N, C, ...] (rank 2 at least)")
+    # (the spec's input is [N, C, ...]; onnxruntime also runs a rank-1 input [N], as one channel)
+    if data is not None and data.shape is not None and not data.shape:
+        raise ctx.error("the input is a scalar; BatchNormalization normalizes [N, C, ...]")
     if ctx.version >= 9:  # (before, spatial=0 gives scale and the others the shape [C, D1, ...])
-        channels = data.shape[1] if data is not None and data.shape is not None else None
+        channels = None
+        if data is not None and data.shape is not None:
+            channels = data.shape[1] if len(data.shape) > 1 else 1
         for k, what in ((1, "scale"), (2, "B"), (3, "mean"), (4, "var")):
             f = ctx.input(k)
             if f is None or f.shape is None:
