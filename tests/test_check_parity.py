@@ -324,6 +324,12 @@ def _grid_models():
                      "v = Constant<value: tensor = float[2] {0, 1}>() y = OneHot(i, d, v) }"))
     for n in (0, 1, 2, 3):
         grid.append((f"split-{n}", f"g (float[6] x) => (float[] y, float[] z) {{ y, z = Split<num_outputs: int = {n}>(x) }}"))
+    for opset in (13, 18):  # neither sizes nor a count: equal parts before 18, invalid from 18
+        grid.append((f"split{opset}-bare", "g (float[6] x) => (float[] y, float[] z) { y, z = Split(x) }", opset))
+    for shape in ("7, 7", "1, 2, 7, 7", "7"):
+        grid.append((f"convtranspose-output-shape-[{shape}]",
+                     "g (float[1,2,3,3] x) => (float[] y) { w = Constant<value: tensor = float[2,1,2,2] {1,1,1,1,1,1,1,1}>() "
+                     f"y = ConvTranspose<strides: ints = [2, 2], output_shape: ints = [{shape}]>(x, w) }}"))
     for b in (-1, 0, 1, 2):
         grid.append((f"depthtospace-{b}", f"g (float[1,4,2,2] x) => (float[] y) {{ y = DepthToSpace<blocksize: int = {b}>(x) }}"))
     for group, opad in ((1, "0, 0"), (2, "0, 0"), (0, "0, 0"), (3, "0, 0"), (1, "-1, 0"), (1, "1, 0")):

@@ -122,8 +122,10 @@ def conv_transpose(ctx):
     strides, dilations, pads, auto_pad = _spatial_params(ctx, n, list(kernel))
     out = [data.shape[0], mul(weight.shape[1], group)]
     given = ctx.attr("output_shape")
+    if given and len(given) != n:  # (onnxruntime: "Attribute output_shape has incorrect size")
+        raise ctx.error(f"output_shape {list(given)} has {len(given)} entries for {n} spatial dims")
     if given:
-        out.extend(int(v) for v in given[-n:])
+        out.extend(int(v) for v in given)
         return [Fact(dtype=data.dtype, shape=tuple(out))]
     opad = list(ctx.attr("output_padding") or [0] * n)
     for i in range(n):

@@ -654,6 +654,8 @@ def split(ctx):
         raise ctx.error(f"num_outputs is {parts}; it must be 1 or more")
     if parts is not None and parts != n:  # (onnxruntime's kernel fails on every run)
         raise ctx.error(f"num_outputs is {parts} and the node has {n} outputs")
+    if ctx.version >= 18 and parts is None and not ctx.has_input(1):
+        raise ctx.error("neither split sizes (input 1) nor num_outputs are given; Split-18 needs one of them")
     if data is None or data.shape is None:
         return None
     r = len(data.shape)
