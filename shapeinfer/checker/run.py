@@ -56,7 +56,7 @@ from onnx import ModelProto
 from ..errors import ModelLoadError, ShapeInferenceError, raise_mode
 from ..graph.structure import graphs_of, node_label, shadowed_names, shadowing_message, structure_problems
 from ..infer.engine import Engine
-from ..infer.facts import dtype_name
+from ..infer.facts import INT_TYPES, dtype_name
 from ..infer.result import InferenceResult
 from ..infer.unreached import inference_view, load_time_static, or_not_run, readable_by_onnx_inference, running_clause
 from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
@@ -194,6 +194,13 @@ def _kernel_refusals(m: ModelProto, result, report: CheckReport, refused: set) -
                        node_label(n), n.op_type)
 
 
+def _constant_names(g) -> set:
+    """The graph's constants onnxruntime reads when it creates kernels: its initializers (not also
+    inputs, which a caller may override) and the outputs of its Constant nodes."""
+    names = {t.name for t in g.initializer} - {i.name for i in g.input}
+    return names | {o for n in g.node if n.op_type == "Constant" for o in n.output}
+
+
 def _topk_refusals(m: ModelProto, result, report: CheckReport) -> None:
     """TopK asking more elements than an axis onnxruntime's load knows to be static holds, with
     a constant k: its load-time inference refuses the model, even where the tensor is empty
@@ -208,8 +215,7 @@ def _topk_refusals(m: ModelProto, result, report: CheckReport) -> None:
         if tt is not None and tt.HasField("shape"):
             known[vi.name] = (tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
                                     for d in tt.shape.dim), 0)  # (-1, as some exporters write: dynamic)
-    constants = {t.name for t in g.initializer} - {i.name for i in g.input}
-    constants |= {o for n in g.node if n.op_type == "Constant" for o in n.output}
+    constants = _constant_names(g)
     for n in g.node:
         if n.op_type != "TopK" or n.domain not in ("", "ai.onnx") or not n.input or n.input[0] not in known:
             continue
@@ -228,24 +234,18 @@ def _topk_refusals(m: ModelProto, result, report: CheckReport) -> None:
                        "static when onnxruntime loads the model: it refuses it", node_label(n), n.op_type)
 
 
-_INTEGER_TYPES = frozenset({onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
-                            onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32,
-                            onnx.TensorProto.UINT64})
-
-
 def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport) -> None:
     """Integer Div or Mod by a constant (an initializer, a Constant node) that holds 0: undefined
     in the spec; onnxruntime reads such a divisor when it creates the kernel and refuses the
     model. (A divisor computed at run time it loads; the run divides by zero.)"""
     g = m.graph
-    constants = {t.name for t in g.initializer} - {i.name for i in g.input}
-    constants |= {o for n in g.node if n.op_type == "Constant" for o in n.output}
+    constants = _constant_names(g)
     for n in g.node:
         if n.op_type not in ("Div", "Mod") or n.domain not in ("", "ai.onnx") or len(n.input) < 2 \
                 or n.input[1] not in constants:
             continue
         fact = result.facts.get(n.input[1])
-        if fact is None or fact.dtype not in _INTEGER_TYPES or fact.value is None:
+        if fact is None or fact.dtype not in INT_TYPES or fact.value is None:
             continue
         if any(type(v) is int and v == 0 or isinstance(v, np.integer) and v == 0 for v in fact.value.reshape(-1)):
             report.add(ERROR, "shape-error", "the divisor, a constant, holds 0: integer division by zero is undefined, "
