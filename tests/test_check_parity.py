@@ -186,7 +186,7 @@ def _worker_stopped_after_the_module():
         _POOL.pop().shutdown(wait=True)
 
 
-def _verdict_in_child(model, inputs):
+def _verdict_in_child(model, inputs, at_creation=None):
     """_ort_verdict in a worker process (started by a forkserver: never a fork of this process,
     whose threads a fork could leave holding a lock): onnxruntime aborts the process on some
     mutants (a Split whose num_outputs differs from its outputs trips an assertion); that, and
@@ -199,15 +199,17 @@ def _verdict_in_child(model, inputs):
     if not _POOL:
         _POOL.append(ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("forkserver")))
     try:
-        return _POOL[0].submit(_ort_verdict, model, inputs).result(timeout=60)
+        return _POOL[0].submit(_ort_verdict, model, inputs, at_creation).result(timeout=60)
     except (BrokenProcessPool, FutureTimeout):
         _POOL.pop().shutdown(wait=False, cancel_futures=True)
         return "refused"
 
 
-def _ort_verdict(model, inputs):
+def _ort_verdict(model, inputs, at_creation=None):
     """'refused' (at load or in the run), 'runs', 'no-kernel' (no CPU kernel for its types), or
-    None (not judged)."""
+    None (not judged). ``at_creation``: the verdict where a kernel refuses to be created (None:
+    not judged -- a valid model the runtime lacks a kernel for; "refused" where the case tests a
+    rule onnxruntime's kernels enforce)."""
     so = ort.SessionOptions()
     so.log_severity_level = 4
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -220,7 +222,7 @@ def _ort_verdict(model, inputs):
         if "NOT_IMPLEMENTED" in text or "Exception during initialization" in text:
             # (a kernel that refuses a valid configuration when it is created -- batchwise RNNs,
             # a locale the machine lacks: the model is valid, the runtime incomplete here)
-            return None
+            return at_creation
         return "refused"
     feeds = {i.name: v for i, v in zip(model.graph.input, inputs) if isinstance(v, np.ndarray)}
     if len(feeds) != len(model.graph.input):
@@ -433,6 +435,139 @@ def test_check_says_what_onnxruntime_says_on_stored_lengths(case):
     name, model = case
     verdict = _verdict_in_child(model, [])
     errors = shapeinfer.check(model).errors
+    if verdict in ("refused", "fails"):
+        assert errors, f"{name}: onnxruntime {verdict} it, check reports no error"
+    elif verdict == "runs":
+        assert not errors, f"{name}: onnxruntime runs it, check says {errors[0].code}: {errors[0].message}"
+
+
+def _load_rule_models():
+    """(name, model, feeds) for the load-time rules found by running onnx's own shape-inference
+    tests (bench/onnx_suite.py), each on both sides: a node whose inference rejects what the
+    model *declares* of its input (value_info rank 0 before a Softmax; a Conv weight declared of
+    another spatial rank; a declared dim that only contradicts the producer, which onnxruntime
+    merges leniently); a node with no outputs (still inferred at load); Pad-2 pads whose sum
+    passes int64; Scan with fewer outputs than state variables or axes lists of other lengths;
+    Attention-25 windows and caches; an initializer against the graph input of its name; a
+    function called with fewer inputs than it takes, and one whose output no node makes; pooling
+    pads against the kernel; RNN, GRU and LSTM direction words and activation counts; a tensor
+    declared of element type 0; a graph without outputs."""
+    from onnx import parser
+
+    def model(text, opset=18):
+        return parser.parse_model(f'<ir_version: 8, opset_import: ["" : {opset}, "local" : 1]>\n' + text)
+
+    one = np.ones
+    out = []
+    for op in ("Softmax", "Hardmax", "LogSoftmax"):
+        for rank in (0, 1, 2):
+            dims = ",".join(["1"] * rank)
+            out.append((f"declared-{op}-rank{rank}",
+                        model(f"g (float[1] x, int64[{rank}] s) => (float[] y) <float[{dims}] t> "
+                              f"{{ t = Reshape(x, s) y = {op}(t) }}"),
+                        {"x": one([1], np.float32), "s": one([rank], np.int64)}))
+    for wdims in ("1,1,2,2", "1,1,2", "1,1,2,2,2"):
+        n = int(np.prod([int(d) for d in wdims.split(",")]))
+        out.append((f"declared-conv-weight-[{wdims}]",
+                    model(f"g (float[1,1,4,4] x, float[{n}] wf, int64[{wdims.count(',') + 1}] ws) => (float[] y) "
+                          f"<float[{wdims}] w> {{ w = Reshape(wf, ws) y = Conv(x, w) }}"),
+                    {"x": one([1, 1, 4, 4], np.float32), "wf": one([n], np.float32),
+                     "ws": np.array([int(d) for d in wdims.split(",")], np.int64)}))
+    out.append(("declared-intermediate-contradicted",  # (onnxruntime merges it leniently, and warns)
+                model("g (float[2,3] x) => (float[] y) <float[5,5] t> { t = Transpose(x) y = Relu(t) }"),
+                {"x": one([2, 3], np.float32)}))
+    for rank in (2, 3):
+        xd = "4,1,5" if rank == 3 else "4,5"
+        out.append((f"no-output-rnn-rank{rank}",
+                    model(f"g (float[{xd}] x, float[1,4,5] w, float[1,4,4] r) => (float[] y) "
+                          "{ = RNN<hidden_size: int = 4>(x, w, r) y = Identity(x) }", 14),
+                    {"x": one([int(d) for d in xd.split(",")], np.float32), "w": one([1, 4, 5], np.float32),
+                     "r": one([1, 4, 4], np.float32)}))
+    for pads in ("9223372036854775807, 1", "1, 1"):
+        out.append((f"pad2-[{pads}]", model(f"g (float[2] x) => (float[] y) {{ y = Pad<pads: ints = [{pads}]>(x) }}", 2),
+                    {"x": one([2], np.float32)}))
+    body = "body: graph = b (float s0, float s1, float a) => (float o0, float o1, float c) " \
+           "{ o0 = Identity(s0) o1 = Identity(s1) c = Identity(a) }"
+    for outs, extra in (("y0", ""), ("y0, y1", ""), ("y0, y1, y2", ""), ("y0, y1, y2", ", scan_input_axes: ints = [0, 0]"),
+                        ("y0, y1, y2", ", scan_output_axes: ints = [0, 0]")):
+        decl = ", ".join(f"float[] {o.strip()}" for o in outs.split(","))
+        out.append((f"scan-{outs}{extra}", model(f"g (float s0, float s1, float[3] a) => ({decl}) "
+                                                  f"{{ {outs} = Scan<num_scan_inputs: int = 1{extra}, {body}>(s0, s1, a) }}", 16),
+                    {"s0": one([], np.float32), "s1": one([], np.float32), "a": one([3], np.float32)}))
+    qkv = {"q": one([1, 2, 3, 4], np.float32), "k": one([1, 2, 3, 4], np.float32), "v": one([1, 2, 3, 4], np.float32)}
+    sig = "float[1,2,3,4] q, float[1,2,3,4] k, float[1,2,3,4] v"
+    for name, attrs, call, outs in (("window-2", "left_window_size: int = -2", "q, k, v", "y"),
+                                    ("window-1", "left_window_size: int = -1", "q, k, v", "y"),
+                                    ("right-window-2", "right_window_size: int = -2", "q, k, v", "y"),
+                                    ("half-past", "is_causal: int = 0", "q, k, v, , , k", "y"),
+                                    ("half-present", "is_causal: int = 0", "q, k, v", "y, pk"),
+                                    ("heads-4d", "q_num_heads: int = 2, kv_num_heads: int = 2", "q, k, v", "y")):
+        decl = ", ".join(f"float[] {o.strip()}" for o in outs.split(","))
+        out.append((f"attention25-{name}", model(f"g ({sig}) => ({decl}) {{ {outs} = Attention<{attrs}>({call}) }}", 25),
+                    dict(qkv)))
+    for decl, init, elem in (("4,3", [8, 7], "float"), ("N,7", [8, 7], "float"), ("?,7", [8, 7, 9], "float"),
+                             ("8,7", [8, 7], "int64"), ("", [1], "float"), ("1", [], "float"), ("8,7", [8, 7], "float")):
+        g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("w", getattr(TensorProto, elem.upper()),
+                                                             [None if d == "?" else d if d == "N" else int(d)
+                                                              for d in decl.split(",") if d])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("w", TensorProto.FLOAT, init, np.zeros(init, np.float32).ravel())])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+        out.append((f"initializer-{elem}[{decl}]-vs-{init}", m, {"w": np.zeros(init, np.float32)}))
+    fn = '\n<domain: "local", opset_import: ["" : 18]>\n'
+    for name, call, body_text in (("fewer-inputs-unused", "y = local.F(a)", "F (x, z) => (o) { o = Identity(x) }"),
+                                  ("fewer-inputs-optional", "y = local.F(a)", "F (x, z) => (o) { o = Clip(x, z) }"),
+                                  ("fewer-inputs-required", "y = local.F(a)", "F (x, z) => (o) { o = Add(x, z) }"),
+                                  ("output-is-input", "y = local.F(a, a)", "F (x, z) => (z) { o = Identity(x) }"),
+                                  ("output-unmade", "y = local.F(a, a)", "F (x, z) => (w) { o = Identity(x) }"),
+                                  ("as-many", "y = local.F(a, a)", "F (x, z) => (o) { o = Add(x, z) }")):
+        out.append((f"function-{name}", model(f"g (float[2] a) => (float[] y) {{ {call} }}" + fn + body_text),
+                    {"a": one([2], np.float32)}))
+    for op in ("MaxPool", "AveragePool", "LpPool", "Conv"):
+        for pads in ("1, 1, 2, 2", "1, 1, 1, 1", "2, 0, 0, 0", "0, 0, 0, 0"):
+            args = "x, w" if op == "Conv" else "x"
+            out.append((f"{op.lower()}-pads-[{pads}]",
+                        model(f"g (float[1,1,6,6] x) => (float[] y) {{ w = Constant<value: tensor = float[1,1,2,2] "
+                              f"{{1,1,1,1}}>() y = {op}<kernel_shape: ints = [2, 2], pads: ints = [{pads}]>({args}) }}"),
+                        {"x": one([1, 1, 6, 6], np.float32)}))
+    for op, gates in (("RNN", 1), ("GRU", 3), ("LSTM", 4)):
+        for direction, acts in (("forward", ""), ("Forward", ""), ("bogus", ""), ("reverse", ""),
+                                ("forward", '"Sigmoid", "Tanh"'), ("forward", '"Sigmoid", "Tanh", "Tanh"'),
+                                ("bidirectional", '"Sigmoid", "Tanh", "Tanh"')):
+            dirs = 2 if direction == "bidirectional" else 1
+            extra = f", activations: strings = [{acts}]" if acts else ""
+            out.append((f"{op.lower()}-{direction}-[{acts}]",
+                        model(f"g (float[4,1,5] x, float[{dirs},{4 * gates},5] w, float[{dirs},{4 * gates},4] r) => (float[] y) "
+                              f"{{ y = {op}<hidden_size: int = 4, direction: string = \"{direction}\"{extra}>(x, w, r) }}", 14),
+                        {"x": one([4, 1, 5], np.float32), "w": one([dirs, 4 * gates, 5], np.float32),
+                         "r": one([dirs, 4 * gates, 4], np.float32)}))
+    for where in ("value_info", "output", "none"):
+        m = model("g (float[2] a) => (float[2] y) { t = Relu(a) y = Relu(t) }")
+        undefined = helper.make_tensor_value_info("t" if where == "value_info" else "y", TensorProto.UNDEFINED, [2])
+        if where == "value_info":
+            m.graph.value_info.append(undefined)
+        elif where == "output":
+            m.graph.output[0].CopyFrom(undefined)
+        out.append((f"elem-type-0-in-{where}", m, {"a": one([2], np.float32)}))
+    for name, text in (("nothing", "g () => () { }"), ("constant-only", "g () => () { c = Constant<value_int: int = 3>() }"),
+                       ("input-only", "g (float[2] a) => () { }"), ("relu-no-output", "g (float[2] a) => () { b = Relu(a) }"),
+                       ("constant-output", "g () => (int64 c) { c = Constant<value_int: int = 3>() }")):
+        m = model(text)
+        out.append((f"graph-{name}", m, {vi.name: one([2], np.float32) for vi in m.graph.input}))
+    return out
+
+
+@pytest.mark.parametrize("case", _load_rule_models(), ids=lambda c: c[0])
+def test_check_says_what_onnxruntime_says_on_load_rules(case):
+    """Both ways, as for the rule grids: an error exactly where onnxruntime refuses the model at
+    load or fails in the run; the error names the node where there is one."""
+    name, model, feeds = case
+    # (here a kernel that refuses to be created refuses the model: the pooling pads, a graph of
+    # Constants only are rules onnxruntime enforces there)
+    verdict = _verdict_in_child(model, [feeds.get(vi.name) for vi in model.graph.input], at_creation="refused")
+    errors = shapeinfer.check(model).errors
+    assert verdict is not None, f"{name}: not judged"
     if verdict in ("refused", "fails"):
         assert errors, f"{name}: onnxruntime {verdict} it, check reports no error"
     elif verdict == "runs":

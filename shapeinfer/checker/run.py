@@ -12,11 +12,13 @@ what it loads and runs is at most a warning, which says who may refuse it
 
 Errors (the model cannot run as exported):
   ``unreadable``, ``external-data``, ``checker`` (onnx.checker, where onnxruntime agrees),
-  ``initializer`` (an unknown type, fewer bytes than its dims need), ``duplicate-output``,
+  ``initializer`` (an unknown type, fewer bytes than its dims need, another type or shape
+  than the graph input of its name declares), ``no-output``, ``duplicate-output``,
   ``duplicate-node-name``, ``dangling-input``, ``not-a-dag``, ``declared-type`` (a declared
   type inference contradicts: onnxruntime refuses the model), ``type-error`` (a node's input
   types disagree), ``shape-error`` (a Reshape whose element counts can never match, an Expand
-  with incompatible dims, a Tile with bad repeats, ...), ``int64-overflow`` (a tensor with more
+  with incompatible dims, a Tile with bad repeats, a node whose inference rejects the shapes
+  the model declares, which onnxruntime's load takes as facts, ...), ``int64-overflow`` (a tensor with more
   elements than int64 counts, read by more than a Shape), ``no-kernel`` (an element type
   onnxruntime's CPU provider has no kernel for: checker/runtime.py), ``internal-error`` (a bug of ours, reported as a failure of that
   model rather than ending the run).
@@ -66,7 +68,7 @@ from ..symbolic.search import binding_str, counterexample, holds, relevant
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
 from .runtime import table as runtime_table
 from .render import render_json, render_junit, render_text
-from .shapes import broadcast_condition, declared_shapes, per_node
+from .shapes import broadcast_condition, declared_shapes, declared_str, per_node
 from .tolerances import runtime_op_nodes, tolerated, unsorted_body
 
 __all__ = ["CheckReport", "Finding", "check", "check_many", "exit_code", "render_json", "render_junit", "render_text"]
@@ -137,9 +139,10 @@ def _undefined_local_calls(m: ModelProto) -> list:
 
 def _runtime_refusals(m: ModelProto, report: CheckReport) -> set:
     """Model-level refusals of onnxruntime that its table tells (checker/runtime.py): an opset
-    newer than it runs, a graph input without a type, an op of a domain no one defines, an op of
+    newer than it runs, a graph input without a type, a tensor declared of element type 0, a
+    main graph without outputs, an op of a domain no one defines, an op of
     onnxruntime's own domains that it lacks or that breaks its schema, two nodes of one name in a
-    function's body (onnxruntime inlines the function). The labels of the nodes reported."""
+    function's body (onnxruntime inlines the function), a function output no node of its body makes. The labels of the nodes reported."""
     rt = runtime_table()
     reported: set = set()
     for domain, version, newest in rt.opset_problems(m):
@@ -149,6 +152,19 @@ def _runtime_refusals(m: ModelProto, report: CheckReport) -> set:
         if vi.type.WhichOneof("value") is None:
             report.add(ERROR, "missing-type", f"graph input {vi.name!r} declares no type: onnxruntime refuses a graph "
                        "input without one (an output or value_info without one, it loads)")
+    for g in graphs_of(m):
+        for vi in (*g.input, *g.output, *g.value_info):
+            if vi.type.WhichOneof("value") == "tensor_type" and vi.type.tensor_type.elem_type == 0:
+                report.add(ERROR, "missing-type", f"{vi.name!r} is declared a tensor of element type 0 (undefined): "
+                           "onnxruntime refuses the model (\"Invalid tensor data type 0\"); declare its type or no type")
+                break
+    g = m.graph
+    if not g.output:
+        if all(n.op_type == "Constant" and n.domain in ("", "ai.onnx") for n in g.node):
+            why = "onnxruntime refuses to create a session for it (no value to compute)"
+        else:
+            why = "onnxruntime loads it and fails every run (\"At least one output should be requested\")"
+        report.add(ERROR, "no-output", f"the main graph has no output: {why}")
     functions = {(f.domain, f.name, getattr(f, "overload", "")) for f in m.functions}
     local_domains = {d for d, _, _ in functions}
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in m.opset_import}
@@ -166,6 +182,12 @@ def _runtime_refusals(m: ModelProto, report: CheckReport) -> set:
                            f"{n.domain}.{n.op_type}{where}: {why}: onnxruntime refuses the model", node_label(n), n.op_type)
                 reported.add(node_label(n))
     for f in m.functions:
+        made = {o for n in f.node for o in n.output if o}
+        lacking = [o for o in f.output if o not in made]
+        if lacking:
+            report.add(ERROR, "schema-error", f"function {f.domain}.{f.name} declares output {lacking[0]!r}, which no "
+                       "node of its body makes (an output must be a node's output, not an input or nothing): "
+                       "onnxruntime refuses the model, called or not", "", f.name)
         seen: dict = {}
         for n in f.node:
             if n.name and seen.setdefault(n.name, n) is not n:
@@ -393,17 +415,12 @@ _ELEM_TYPES = re.compile(r"Inferred elem type differs from existing elem type: \
 
 def _type_errors(model: ModelProto, report: CheckReport) -> None:
     """onnx's type inference (strict): a declared type it contradicts, or node inputs whose
-    types disagree, make onnxruntime refuse the model. Its shape complaints are not repeated
-    here: shapeinfer's own declared-shape findings say them with symbols."""
-    from onnx.shape_inference import InferenceError, infer_shapes
-
-    try:
-        infer_shapes(inference_view(model), check_type=True, strict_mode=True)
-        return
-    except InferenceError as e:
-        text = str(e)
-    except (ValueError, RuntimeError):  # too large to serialize, or not inferable: nothing to add
-        return
+    types disagree, make onnxruntime refuse the model. Of its shape complaints, those the
+    model's own declarations cause are refusals too (_declared_refusals); the rest are not
+    repeated here: shapeinfer's own rules say them with symbols."""
+    view = inference_view(model)
+    text = _inference_errors(view)
+    shape_hits = []
     for hit in _INFERENCE_ERROR.finditer(text):
         op, node, kind, message = hit.group("op"), hit.group("node") or "", hit.group("kind") or "", hit.group("message")
         types = _ELEM_TYPES.search(message)
@@ -423,10 +440,81 @@ def _type_errors(model: ModelProto, report: CheckReport) -> None:
                 continue
             report.add(ERROR, "type-error", f"{message.strip()} (onnx type inference; onnxruntime refuses the model)",
                        node, op)
-        # Its shape complaints are not findings: a declared shape is the declared-shape findings'
-        # business, and onnxruntime runs models onnx's inference refuses (a Reshape of an empty
-        # tensor, a TopK with k past a dim that is 0 only at some sizes): shapeinfer's own rules
-        # say which node breaks and for which sizes.
+        elif not message.startswith(_LENIENT_MERGE):
+            shape_hits.append((op, node, message.strip()))
+    # Other shape complaints are not findings: a declared shape is the declared-shape findings'
+    # business, and onnxruntime runs models onnx's inference refuses (a Reshape of an empty
+    # tensor, a TopK with k past a dim that is 0 only at some sizes): shapeinfer's own rules
+    # say which node breaks and for which sizes.
+    data_prop = False
+    if not shape_hits and _declares_huge_dims(model):
+        # onnxruntime's load follows shape values through Shape, Add, ... as onnx's data
+        # propagation does; a declared dim near int64's end overflows there. (Not run for every
+        # model: onnx's propagation can take much memory on large values.)
+        data_prop = True
+        shape_hits = [(h.group("op"), h.group("node") or "", h.group("message").strip())
+                      for h in _INFERENCE_ERROR.finditer(_inference_errors(view, data_prop=True))
+                      if "overflow" in h.group("message")]
+    if shape_hits:
+        _declared_refusals(model, view, shape_hits, report, data_prop)
+
+
+HUGE_DIM = 2 ** 40  # a declared dim this large: shape arithmetic on it may overflow int64
+
+
+def _declares_huge_dims(model: ModelProto) -> bool:
+    return any(d.dim_value >= HUGE_DIM for vi in (*model.graph.value_info, *model.graph.output)
+               if vi.type.HasField("tensor_type") for d in vi.type.tensor_type.shape.dim)
+
+
+# onnx's complaint at a node whose output is declared with other dims than it makes: onnxruntime
+# merges the two leniently and loads the model (a warning in its log)
+_LENIENT_MERGE = ("Inferred shape and existing shape differ",)
+# Checks of the installed onnx's inference that onnxruntime's own copy of onnx does not make
+# (measured by bench/onnx_suite.py: onnxruntime 1.32 loads these models): (op, start of message)
+_NOT_AT_LOAD = (("Tile", "Integer overflow"), ("Col2Im", "Integer overflow"),
+                ("SplitToSequence", "Scalar input 'split' must be greater than zero"))
+
+
+def _inference_errors(view: ModelProto, data_prop: bool = False) -> str:
+    from onnx.shape_inference import InferenceError, infer_shapes
+
+    try:
+        infer_shapes(view, check_type=True, strict_mode=True, data_prop=data_prop)
+    except InferenceError as e:
+        return str(e)
+    except (ValueError, RuntimeError):  # too large to serialize, or not inferable: nothing to add
+        pass
+    return ""
+
+
+def _declared_refusals(model: ModelProto, view: ModelProto, hits: list, report: CheckReport,
+                       data_prop: bool = False) -> None:
+    """The shape complaints of onnx's strict inference that the main graph's declared value_info
+    and output shapes cause: onnxruntime's load merges those declarations into what it knows of
+    each tensor, as onnx's inference does, and refuses a node whose inference rule rejects them
+    (a Softmax of a tensor value_info declares rank 0; a Conv whose weight is declared with
+    another spatial rank than its input). shapeinfer's own inference does not take a declared
+    dim for an intermediate tensor as a fact, so these are found by running onnx's inference
+    again without the declarations: what it rejects only with them is a refusal."""
+    bare = ModelProto()
+    bare.CopyFrom(view)
+    for vi in (*bare.graph.value_info, *bare.graph.output):
+        if vi.type.HasField("tensor_type"):
+            vi.type.tensor_type.ClearField("shape")
+    without = {(h.group("op"), h.group("node") or "", h.group("message").strip())
+               for h in _INFERENCE_ERROR.finditer(_inference_errors(bare, data_prop))}
+    declared = {vi.name: vi for vi in (*model.graph.value_info, *model.graph.output)}
+    nodes = {(n.op_type, n.name): n for n in model.graph.node}
+    for op, node, message in hits:
+        if (op, node, message) in without or any(op == o and message.startswith(m) for o, m in _NOT_AT_LOAD):
+            continue
+        n = nodes.get((op, node))
+        read = [declared[i] for i in (n.input if n is not None else ()) if i in declared]
+        said = ", ".join(f"{vi.name} {declared_str(vi.type.tensor_type)}" for vi in read[:3]
+                         if vi.type.tensor_type.HasField("shape"))
+        report.add(ERROR, "shape-error", f"{message} -- onnxruntime's load takes the shapes the model declares"
+                   f"{f' ({said})' if said else ''} and refuses the node", node, op)
 
 
 def _has_external_data(m: ModelProto) -> bool:

@@ -31,7 +31,7 @@ def declared_shapes(result, report: CheckReport, engine=None) -> None:
             if declared_size(d) is not None and not result.is_unknown_dim(ours):
                 theirs = declared_size(d)
                 if isinstance(ours, int) and ours != theirs or (not isinstance(ours, int) and _never(ours, theirs)):
-                    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
+                    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {declared_str(tt)}, but dim {axis} "
                                f"is {to_str(ours)}, never {theirs}; inferred {shape_str(fact.shape)}{_DECLARED_NOTE}",
                                node, op)
                     break
@@ -51,7 +51,7 @@ def declared_shapes(result, report: CheckReport, engine=None) -> None:
                     continue  # a free name (seq_plus_1) only names the dim
                 diff = sub(ours, theirs)
                 if isinstance(diff, int) or provably_positive(diff) or provably_positive(sub(0, diff)):
-                    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(tt)}, but dim {axis} "
+                    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {declared_str(tt)}, but dim {axis} "
                                f"is {to_str(ours)}, never {d.dim_param}; inferred {shape_str(fact.shape)}"
                                f"{_DECLARED_NOTE}", node, op)
                     break
@@ -68,7 +68,7 @@ def _only_for_some(report: CheckReport, vi, axis: int, ours, theirs, spelled: st
     example = counterexample((ours, theirs), holds("equal", ours, theirs))
     if example is None:
         return False
-    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {_declared_str(vi.type.tensor_type)}, but dim "
+    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {declared_str(vi.type.tensor_type)}, but dim "
                f"{axis} is {to_str(ours)}: equal to {spelled} only for some sizes (not for {binding_str(example)})"
                f"{_DECLARED_NOTE}", node, op)
     return True
@@ -79,7 +79,7 @@ def _never(ours, theirs: int) -> bool:
     return (lo is not None and lo > theirs) or (hi is not None and hi < theirs)
 
 
-def _declared_str(tt) -> str:
+def declared_str(tt) -> str:
     return "[" + ",".join(d.dim_param or (str(d.dim_value) if d.HasField("dim_value") else "?") for d in tt.shape.dim) + "]"
 
 

@@ -47,9 +47,43 @@ def structure_problems(model: ModelProto, io: Optional[list] = None) -> list:
         node = place.node
         found.append(Problem("initializer", f"{place.describe(with_node=False)}: {problem}",
                              node_label(node) if node is not None else "", node.op_type if node is not None else ""))
+    for g in graphs_of(model):
+        for name, message in _initializer_input_conflicts(g):
+            found.append(Problem("initializer", message, "", ""))
     _walk(model.graph, set(), lambda code, message, node="", op="": found.append(Problem(code, message, node or "", op or "")),
           io)
     return found
+
+
+def _type_name(elem_type: int) -> str:
+    known = elem_type in onnx.TensorProto.DataType.values()
+    return onnx.TensorProto.DataType.Name(elem_type).lower() if known else f"element type {elem_type}"
+
+
+def _initializer_input_conflicts(graph) -> Iterator[tuple]:
+    """(name, why) for each initializer that a graph input of the same name declares with
+    another element type, rank or numeric dim: onnxruntime refuses the model ("Type Error:
+    Shape of initializer ... does not match"); a symbolic or unknown declared dim matches any."""
+    if not graph.initializer or not graph.input:
+        return
+    inits = {t.name: t for t in graph.initializer}
+    for vi in graph.input:
+        t = inits.get(vi.name)
+        if t is None or not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        stored = f"{_type_name(t.data_type)} {list(t.dims)}"
+        if tt.elem_type and t.data_type and tt.elem_type != t.data_type:
+            yield vi.name, (f"initializer {as_text(vi.name)!r} is {stored}, but the graph input of that name is "
+                            f"declared {_type_name(tt.elem_type)}: onnxruntime refuses the model (the types must match)")
+        elif tt.HasField("shape"):
+            dims = list(tt.shape.dim)
+            if len(dims) != len(t.dims) or any(d.HasField("dim_value") and d.dim_value >= 0 and d.dim_value != n
+                                               for d, n in zip(dims, t.dims)):
+                declared = "[" + ",".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
+                                          for d in dims) + "]"
+                yield vi.name, (f"initializer {as_text(vi.name)!r} is {stored}, but the graph input of that name is "
+                                f"declared {declared}: onnxruntime refuses the model (the shapes must match)")
 
 
 @dataclass(frozen=True)

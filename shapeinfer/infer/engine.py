@@ -601,7 +601,7 @@ class Engine:
                             self._memo[memo_key] = (list(got), tuple((d.severity, d.message, d.dims, d.kind) for d in said))
                     return got
                 outs = (list(got) + [None] * n_out)[:n_out]
-        if any(o is None for o in outs):
+        if not outs or any(o is None for o in outs):  # (a node with no output is still inferred at load)
             if version is None and domain not in self.opsets:
                 self.warn(node, f"no opset imported for domain {domain!r}; outputs unknown", kind="unknown-op")
                 fb = [None] * n_out
@@ -663,7 +663,9 @@ class Engine:
             chain = " -> ".join(_function_str(k) for k in self._calls[self._calls.index(key):] + [key])
             raise ShapeInferenceError(f"model-local function {_function_str(key)} calls itself ({chain}); "
                                       "functions must not be recursive", node_name=node_label(node), op_type=node.op_type)
-        if len(node.input) != len(function.input) or len(node.output) != len(function.output):
+        if len(node.input) > len(function.input) or len(node.output) != len(function.output):
+            # (fewer inputs: onnxruntime inlines the call with the missing ones absent, and the
+            # body's nodes decide whether that is allowed)
             return self._invalid(node, ShapeInferenceError(
                 f"calls {_function_str(key)} with {len(node.input)} inputs and {len(node.output)} outputs; the "
                 f"function takes {len(function.input)} inputs and makes {len(function.output)} outputs",
@@ -681,6 +683,9 @@ class Engine:
             self._depth -= 1
 
     def _walk_function(self, function, node, inputs: list, attr_scope) -> list:
+        absent = {f for k, f in enumerate(function.input) if f and (k >= len(node.input) or not node.input[k])}
+        if absent:
+            function = _without_inputs(function, absent)
         facts: dict = {}
         for formal, fact in zip(function.input, inputs):
             if formal:
@@ -731,6 +736,26 @@ class Engine:
             local[vi.name] = fact
         self.run_nodes(graph.node, facts, opsets, attr_scope)
         return [facts.get(o.name) or Fact() for o in graph.output]
+
+
+def _without_inputs(function, absent: set):
+    """A copy of ``function`` whose nodes read each formal input in ``absent`` (one the call
+    leaves out) as an absent optional input, as onnxruntime's inlining makes them."""
+    out = type(function)()
+    out.CopyFrom(function)
+
+    def rename(nodes):
+        for n in nodes:
+            for k, name in enumerate(n.input):
+                if name in absent:
+                    n.input[k] = ""
+            for a in n.attribute:
+                for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    if not any(vi.name in absent for vi in g.input):  # (a subgraph input of that name hides it)
+                        rename(g.node)
+
+    rename(out.node)
+    return out
 
 
 # Rule results are memoized (a model repeats its layers: the same op on the same input facts);

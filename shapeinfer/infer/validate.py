@@ -140,13 +140,18 @@ _WORDS = {
     ("GridSample", "mode"): ((16, ("bilinear", "nearest", "bicubic")), (20, ("linear", "nearest", "cubic"))),
     ("GridSample", "padding_mode"): ((16, ("zeros", "border", "reflection")),),
     ("BitShift", "direction"): ((11, ("LEFT", "RIGHT")),),
+    **{(op, "direction"): ((1, ("forward", "reverse", "bidirectional")),) for op in ("RNN", "GRU", "LSTM")},
 }
+# the activations an RNN, a GRU and an LSTM take per direction (onnxruntime's kernels check the count)
+_ACTIVATIONS_PER_DIRECTION = {"RNN": 1, "GRU": 2, "LSTM": 3}
 
 
 def attribute_problem(node, version: int) -> Optional[str]:
     """Why onnxruntime refuses ``node`` (default domain, opset ``version``) for an attribute
     value when it creates its kernel, or None: a word a string attribute does not take, an LRN
-    of an even size, a ReverseSequence whose batch and time axes are one axis."""
+    of an even size, a ReverseSequence whose batch and time axes are one axis, a pooling window
+    whose pad reaches its kernel size, an RNN, GRU or LSTM given another count of activations than it
+    takes per direction."""
     op = node.op_type
     attrs = {a.name: a for a in node.attribute if not a.ref_attr_name}  # (a reference: its value comes with the call)
     for (o, name), by_version in _WORDS.items():
@@ -159,6 +164,22 @@ def attribute_problem(node, version: int) -> Optional[str]:
                 return f"{name} is {value!r}; {op} (opset {version}) takes {', '.join(words[-1])}"
     if op == "LRN" and "size" in attrs and attrs["size"].type == AttributeProto.INT and attrs["size"].i % 2 == 0:
         return f"size is {attrs['size'].i}; onnxruntime takes an odd size (the window centred on each channel)"
+    if op in ("MaxPool", "AveragePool", "LpPool") and "pads" in attrs and "kernel_shape" in attrs:
+        kernel, pads = list(attrs["kernel_shape"].ints), list(attrs["pads"].ints)
+        if len(pads) == 2 * len(kernel):
+            for axis, k in enumerate(kernel):
+                if max(pads[axis], pads[axis + len(kernel)]) >= k:
+                    return (f"pads {pads[axis]} and {pads[axis + len(kernel)]} of spatial axis {axis} reach its kernel "
+                            f"size {k}; onnxruntime's pooling kernels take pads smaller than the kernel")
+    per = _ACTIVATIONS_PER_DIRECTION.get(op)
+    if per is not None and "activations" in attrs and attrs["activations"].type == AttributeProto.STRINGS:
+        direction = attrs["direction"].s if "direction" in attrs else b"forward"
+        want = per * (2 if direction == b"bidirectional" else 1)
+        given = len(attrs["activations"].strings)
+        # (a forward RNN may also list two, as the op's default does: onnxruntime reads the first)
+        if given != want and not (op == "RNN" and want == 1 and given == 2):
+            return (f"activations lists {given} functions; a {direction.decode(errors='replace')} "
+                    f"{op} takes {want} ({per} per direction)")
     if op == "ReverseSequence":
         batch = attrs["batch_axis"].i if "batch_axis" in attrs else 1
         time_ = attrs["time_axis"].i if "time_axis" in attrs else 0

@@ -317,6 +317,14 @@ def scan(ctx):
         raise ctx.error(f"num_scan_inputs is {n_scan}; a Scan scans 1 to {n_in} of its {n_in} inputs")
     eng = ctx.engine
     n_state = n_in - n_scan
+    if n_state > len(ctx.node.output):
+        raise ctx.error(f"the Scan has {len(ctx.node.output)} outputs, fewer than its {n_state} state variables "
+                        "(its outputs are the final states, then the scan outputs)")
+    for name, count, what in (("scan_input_axes", n_scan, "scan inputs"),
+                              ("scan_output_axes", len(ctx.node.output) - n_state, "scan outputs")):
+        given = ctx.attr(name)
+        if given is not None and len(given) != count:
+            raise ctx.error(f"{name} holds {len(given)} axes for {count} {what}")
     states = [ctx.input(i) for i in range(n_state)]
     scans = [ctx.input(i) for i in range(n_state, n_in)]
     in_axes = list(ctx.attr("scan_input_axes") or [0] * n_scan)

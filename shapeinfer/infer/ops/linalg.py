@@ -65,6 +65,23 @@ def gemm(ctx):
     return None if shape is None else [Fact(dtype=a.dtype, shape=shape)]
 
 
+def _attention_25_combinations(ctx) -> None:
+    """Attention-25's rules on what is given together (its windows, its caches)."""
+    for name in ("left_window_size", "right_window_size"):
+        size = ctx.attr(name)
+        if isinstance(size, int) and size < -1:
+            raise ctx.error(f"{name} is {size}; it takes -1 (no limit) or a size of 0 or more")
+    outs = ctx.node.output
+    past = [ctx.has_input(i) for i in (4, 5)]
+    present = [len(outs) > i and bool(outs[i]) for i in (1, 2)]
+    if past[0] != past[1]:
+        raise ctx.error("past_key and past_value are given together or not at all")
+    if present[0] != present[1]:
+        raise ctx.error("present_key and present_value are asked for together or not at all")
+    if ctx.has_input(6) and (past[0] or present[0]):
+        raise ctx.error("nonpad_kv_seqlen cannot be given with a past or present cache")
+
+
 @rule("Attention", since=23)
 def attention(ctx):
     """Scaled dot-product attention (opset 23, 24). 4-D: Q [B, Hq, S, h], K [B, Hkv, L, h],
@@ -75,7 +92,12 @@ def attention(ctx):
     [B, Hkv, T, hv]; qk_matmul_output [B, Hq, S, T]. Q and K carry the type T1, V T2."""
     from .contrib import exact_div, int_attr
 
+    if ctx.version >= 25:
+        _attention_25_combinations(ctx)
     q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
+    if ctx.version >= 25 and q is not None and q.shape is not None and len(q.shape) == 4 and (
+            ctx.attr("q_num_heads") is not None or ctx.attr("kv_num_heads") is not None):
+        raise ctx.error("q_num_heads and kv_num_heads are for 3-D inputs; Q is 4-D")
     t1 = q.dtype if q is not None else 0
     t2 = v.dtype if v is not None else 0
     n_out = len(ctx.node.output)

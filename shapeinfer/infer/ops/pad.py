@@ -43,6 +43,12 @@ def _pad_output(ctx, data, pads, axes):
 @rule("Pad", since=1)
 def pad_v1(ctx):
     pads = ctx.attr("paddings" if ctx.version < 2 else "pads")
+    if pads is not None:
+        half = len(pads) // 2
+        for k in range(half):
+            if not -2 ** 63 <= pads[k] + pads[k + half] < 2 ** 63:
+                # onnxruntime's load adds each axis's two pads in int64 and refuses the model
+                raise ctx.error(f"pads {pads[k]} and {pads[k + half]} of axis {k} add up past int64")
     return _pad_output(ctx, ctx.input(0), list(pads) if pads is not None else None, None)
 
 
