@@ -171,8 +171,6 @@ KNOWN_GAPS = {
     # Range of 1-element tensors: onnxruntime refuses them where its inference sees every input's
     # shape, and runs them where one is a constant -- not decided here
     ("Range", "rank-up"),
-    # Scan's state and scan inputs against its body's declared ranks
-    ("Scan", "attribute-value-int"), ("Scan", "rank-up"), ("Scan", "rank-down"),
 }
 
 
@@ -448,7 +446,7 @@ def _load_rule_models():
     another spatial rank; a declared dim that only contradicts the producer, which onnxruntime
     merges leniently); a node with no outputs (still inferred at load); Pad-2 pads whose sum
     passes int64; Scan with fewer outputs than state variables or axes lists of other lengths;
-    Attention-25 windows and caches; an initializer against the graph input of its name; a
+    a Scan state of another rank than its body declares; Attention-25 windows and caches; an initializer against the graph input of its name; a
     function called with fewer inputs than it takes, and one whose output no node makes; pooling
     pads against the kernel; RNN, GRU and LSTM direction words and activation counts; a tensor
     declared of element type 0; a graph without outputs."""
@@ -494,6 +492,12 @@ def _load_rule_models():
         out.append((f"scan-{outs}{extra}", model(f"g (float s0, float s1, float[3] a) => ({decl}) "
                                                   f"{{ {outs} = Scan<num_scan_inputs: int = 1{extra}, {body}>(s0, s1, a) }}", 16),
                     {"s0": one([], np.float32), "s1": one([], np.float32), "a": one([3], np.float32)}))
+    for s0 in ("", "2", "1,2"):  # a state of rank 0, 1, 2 against a body that declares rank 0
+        out.append((f"scan-state-rank-[{s0}]", model(f"g (float[{s0}] s0, float s1, float[3] a) => (float[] y0, float[] y1, "
+                                                      f"float[] y2) {{ y0, y1, y2 = Scan<num_scan_inputs: int = 1, {body}>"
+                                                      "(s0, s1, a) }", 16),
+                    {"s0": one([int(d) for d in s0.split(",") if d], np.float32), "s1": one([], np.float32),
+                     "a": one([3], np.float32)}))
     qkv = {"q": one([1, 2, 3, 4], np.float32), "k": one([1, 2, 3, 4], np.float32), "v": one([1, 2, 3, 4], np.float32)}
     sig = "float[1,2,3,4] q, float[1,2,3,4] k, float[1,2,3,4] v"
     for name, attrs, call, outs in (("window-2", "left_window_size: int = -2", "q, k, v", "y"),

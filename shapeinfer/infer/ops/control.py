@@ -340,6 +340,14 @@ def scan(ctx):
         if seq_len is None:
             seq_len = f.shape[ax]
         slices.append(Fact(dtype=f.dtype, shape=f.shape[:ax] + f.shape[ax + 1:]))
+    for k, (vi, f) in enumerate(zip(body.input, states + slices)):
+        declared = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if f is not None and f.shape is not None and declared is not None and declared.HasField("shape") \
+                and len(declared.shape.dim) != len(f.shape):
+            what = "state" if k < n_state else "scan input (less its scanned axis)"
+            # (onnxruntime's load infers the body from these and refuses the mismatch)
+            raise ctx.error(f"the body declares input {vi.name!r} of rank {len(declared.shape.dim)}; the Scan gives a "
+                            f"{what} of rank {len(f.shape)}")
     mark = eng.symbols.mint_mark()
     initial = states
     # a body over a sequence that may be empty is code that may not run (unreached.py)
