@@ -15,7 +15,7 @@ For a spatial dim D, kernel k, dilation d, stride s and pads (b, e), with K = (k
 
 from __future__ import annotations
 
-from ...symbolic import add, floordiv, mul, provably_nonneg, sub
+from ...symbolic import add, dmax, floordiv, mul, neg, provably_nonneg, sub
 from ..facts import Fact
 from ..registry import rule
 
@@ -42,6 +42,9 @@ def _spatial_params(ctx, n: int, kernel):
     return strides, dilations, pads, auto_pad
 
 
+_TRUNCATING = frozenset({"MaxPool", "AveragePool", "LpPool"})
+
+
 def _window_out(ctx, D, k, d, s, b, e, auto_pad, ceil_mode):
     K = (k - 1) * d + 1
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
@@ -50,6 +53,12 @@ def _window_out(ctx, D, k, d, s, b, e, auto_pad, ceil_mode):
         b = e = 0
     span = sub(add(D, b + e), K)
     if not ceil_mode:
+        if ctx.op_type in _TRUNCATING and s > 1 and not provably_nonneg(span):
+            # onnxruntime's pooling divides the span in C, truncating toward zero: a window that
+            # does not fit (a span in (-s, 0)) still makes one output, where floor makes none
+            if isinstance(span, int):
+                return -(-span // s) + 1
+            return add(sub(floordiv(dmax(span, 0), s), floordiv(dmax(neg(span), 0), s)), 1)
         return add(floordiv(span, s), 1)
     out = add(floordiv(add(span, s - 1), s), 1)
     if isinstance(D, int):
