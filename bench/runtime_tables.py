@@ -4,9 +4,11 @@ schema of every op of its own domains (com.microsoft and the internal layout dom
 output counts, attributes (type, required), type constraints -- and, for the ops of the ONNX
 domains, the element types its CPU kernels lack: each of onnx's backend node cases that loads is
 tried with every type its schema allows for each type parameter, and a type is recorded as
-lacking where every try is refused for want of a kernel (NOT_IMPLEMENTED) and none loads.
+lacking where every try is refused for want of a kernel (NOT_IMPLEMENTED) and none loads; and
+the opset versions the CPU provider has kernels for, per op (its list of kernel definitions).
 
     python bench/runtime_tables.py        # in an environment with the onnxruntime to describe
+    python bench/runtime_tables.py --kernel-versions   # refresh only the kernels' opset ranges
 
 The table names the onnxruntime version it was read from; check says so in the findings it
 makes from it."""
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import onnx
 import onnxruntime as ort
@@ -143,7 +146,28 @@ def _missing_kernels() -> dict:
     return missing
 
 
+def _kernel_versions() -> dict:
+    """{"domain|op": [[first, last], ...]}: the opset versions the CPU provider registers a
+    kernel for, per op of the ONNX domains (onnxruntime's own list of kernel definitions)."""
+    out: dict = {}
+    for k in state.get_all_opkernel_def():
+        if k.provider == "CPUExecutionProvider" and k.domain in ("", "ai.onnx.ml"):
+            spans = out.setdefault(f"{k.domain}|{k.op_name}", [])
+            if list(k.version_range) not in spans:
+                spans.append(list(k.version_range))
+    for spans in out.values():
+        spans.sort()
+    return out
+
+
 def main() -> None:
+    if "--kernel-versions" in sys.argv:  # refresh that part alone (the type probes take minutes)
+        with open(OUT) as fh:
+            table = json.load(fh)
+        table["kernel_versions"] = _kernel_versions()
+        _write(table)
+        print(f"{OUT}: kernel versions of {len(table['kernel_versions'])} ops")
+        return
     ops: dict = {}
     for s in state.get_all_operator_schema():
         if s.domain not in OWN_DOMAINS:
@@ -160,12 +184,16 @@ def main() -> None:
             versions.sort(key=lambda e: e["since"])
     table = {"onnxruntime": ort.__version__, "onnx": onnx.__version__, "newest_opsets": _newest_opsets(),
              "domains": sorted(set(OWN_DOMAINS) | {"", "ai.onnx", "ai.onnx.ml"}), "ops": ops,
-             "missing_kernels": _missing_kernels()}
+             "missing_kernels": _missing_kernels(), "kernel_versions": _kernel_versions()}
+    _write(table)
+    print(f"{OUT}: {sum(len(d) for d in ops.values())} ops, newest opsets {table['newest_opsets']}, "
+          f"{len(table['missing_kernels'])} op versions lacking a CPU kernel for some element type")
+
+
+def _write(table: dict) -> None:
     with open(OUT, "w") as fh:
         json.dump(table, fh, indent=0, sort_keys=True)
         fh.write("\n")
-    print(f"{OUT}: {sum(len(d) for d in ops.values())} ops, newest opsets {table['newest_opsets']}, "
-          f"{len(table['missing_kernels'])} op versions lacking a CPU kernel for some element type")
 
 
 if __name__ == "__main__":

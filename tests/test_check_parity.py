@@ -546,6 +546,30 @@ def _load_rule_models():
                               f"{{ y = {op}<hidden_size: int = 4, direction: string = \"{direction}\"{extra}>(x, w, r) }}", 14),
                         {"x": one([4, 1, 5], np.float32), "w": one([dirs, 4 * gates, 5], np.float32),
                          "r": one([dirs, 4 * gates, 4], np.float32)}))
+    for op in ("Expand", "ConstantOfShape"):  # a shape of rank 2 whose values the load knows, or not
+        args = "x, r" if op == "Expand" else "r"
+        for dims, make in (("2,3", "s2 = Constant<value: tensor = int64[2] {1, 2}>() r = Reshape(s, s2)"),
+                           ("a,b", "s2 = Constant<value: tensor = int64[2] {1, 2}>() r = Reshape(s, s2)"),
+                           ("2,3", "ax = Constant<value: tensor = int64[1] {0}>() r = Unsqueeze(s, ax)"),
+                           ("a,3", "ax = Constant<value: tensor = int64[1] {0}>() r = Unsqueeze(s, ax)"),
+                           ("2,3", "r = Constant<value: tensor = int64[1,2] {2, 3}>()")):
+            m = model(f"g (float[{dims}] x) => (float[] y) {{ s = Shape(x) {make} y = {op}({args}) }}")
+            out.append((f"{op.lower()}-rank2-{make.split('=')[-2].split()[-1] if '(' in make else 'const'}-[{dims}]", m,
+                        {"x": one([2, 3], np.float32)}))
+    for pad in ("SAME_UPPER", "SAME_LOWER", "NOTSET"):  # onnxruntime's Conv fails every run of SAME_* dilated
+        for d in (1, 2):
+            out.append((f"conv-{pad}-dilation{d}",
+                        model(f"g (float[1,1,5] x) => (float[] y) {{ w = Constant<value: tensor = float[1,1,2] {{1, 1}}>() "
+                              f"y = Conv<kernel_shape: ints = [2], dilations: ints = [{d}], auto_pad: string = \"{pad}\">(x, w) }}"),
+                        {"x": one([1, 1, 5], np.float32)}))
+    for opset in (1, 3, 5, 6, 7, 8):  # op versions onnxruntime's CPU provider has kernels for, and the older ones
+        for op, arity in (("Relu", 1), ("Abs", 1), ("Sigmoid", 1), ("Tanh", 1), ("Floor", 1), ("Add", 2), ("Mul", 2),
+                          ("Div", 2), ("Max", 2), ("Sum", 2), ("Concat", 2), ("Gemm", 3)):
+            args = ", ".join(["x"] * arity)
+            attrs = "<axis: int = 0>" if op == "Concat" else ""
+            out.append((f"opset{opset}-{op.lower()}", model(f"g (float[2,2] x) => (float[] y) {{ y = {op}{attrs}({args}) }}",
+                                                            opset), {"x": one([2, 2], np.float32)}))
+    out.extend(_tolerated_models(model))
     for where in ("value_info", "output", "none"):
         m = model("g (float[2] a) => (float[2] y) { t = Relu(a) y = Relu(t) }")
         undefined = helper.make_tensor_value_info("t" if where == "value_info" else "y", TensorProto.UNDEFINED, [2])
@@ -562,6 +586,65 @@ def _load_rule_models():
     return out
 
 
+def _tolerated_models(model):
+    """What onnx.checker refuses and onnxruntime loads, or not: an unset ir_version, a graph
+    without a name, a metadata key twice, an initializer holding raw_data and a typed field (read
+    or not), one too short for its dims (read or not), an unknown op in a function nothing calls
+    (or one called), a function importing an older default opset, GroupNormalization-18 and
+    Upsample-10 (deprecated), a complex or an unknown element type, a function domain without an
+    opset import."""
+    from onnx import numpy_helper
+
+    x2 = {"x": np.ones([2], np.float32)}
+
+    def relu_model(reads_w=False, inits=(), ops=(("", 13),), funcs=(), node_domain="", op="Relu"):
+        node = helper.make_node("Add", ["x", "w"], ["z"]) if reads_w else helper.make_node(op, ["x"], ["z"], domain=node_domain)
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])], initializer=list(inits))
+        return helper.make_model(g, opset_imports=[helper.make_opsetid(d, v) for d, v in ops], functions=list(funcs),
+                                 ir_version=8)
+
+    out = []
+    m = relu_model()
+    m.ir_version = 0
+    out.append(("tolerated-ir-version-0", m, x2))
+    m = relu_model()
+    m.graph.name = ""
+    out.append(("tolerated-graph-without-name", m, x2))
+    m = relu_model()
+    m.metadata_props.add(key="k", value="1")
+    m.metadata_props.add(key="k", value="2")
+    out.append(("tolerated-metadata-key-twice", m, x2))
+    for reads in (False, True):
+        both = numpy_helper.from_array(np.array([1.0, 1.0], np.float32), "w")
+        both.float_data.extend([5.0, 5.0])
+        out.append((f"tolerated-two-value-fields-read{reads}", relu_model(reads, [both]), x2))
+        short = numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "w")
+        short.raw_data = short.raw_data[:5]
+        out.append((f"initializer-too-short-read{reads}", relu_model(reads, [short]), x2))
+    unknown = helper.make_function("loc", "Bad", ["X"], ["Y"], [helper.make_node("NoSuchOp", ["X"], ["Y"])],
+                                   [helper.make_opsetid("", 13)])
+    out.append(("function-unknown-op-uncalled", relu_model(ops=(("", 13), ("loc", 1)), funcs=[unknown]), x2))
+    out.append(("function-unknown-op-called", relu_model(ops=(("", 13), ("loc", 1)), funcs=[unknown], node_domain="loc",
+                                                         op="Bad"), x2))
+    older = helper.make_function("loc", "F", ["X"], ["Y"], [helper.make_node("Relu", ["X"], ["Y"])], [helper.make_opsetid("", 6)])
+    out.append(("function-older-opset", relu_model(ops=(("", 13), ("loc", 1)), funcs=[older], node_domain="loc", op="F"), x2))
+    out.append(("function-domain-not-imported", relu_model(funcs=[older], node_domain="loc", op="F"), x2))
+    out.append(("groupnormalization-18", model("g (float[2,4,3] x) => (float[] y) { s = Constant<value: tensor = float[2] "
+                                               "{1, 1}>() b = Constant<value: tensor = float[2] {0, 0}>() "
+                                               "y = GroupNormalization<num_groups: int = 2>(x, s, b) }"),
+                {"x": np.ones([2, 4, 3], np.float32)}))
+    out.append(("upsample-10", model("g (float[1,1,2,2] x) => (float[] y) { s = Constant<value: tensor = float[4] "
+                                     "{1, 1, 2, 2}>() y = Upsample<mode: string = \"nearest\">(x, s) }", 10),
+                {"x": np.ones([1, 1, 2, 2], np.float32)}))
+    for elem in (TensorProto.COMPLEX64, TensorProto.COMPLEX128, 999):
+        g = helper.make_graph([helper.make_node("Identity", ["x"], ["z"])], "g", [helper.make_tensor_value_info("x", elem, [2])],
+                              [helper.make_tensor_value_info("z", elem, [2])])
+        out.append((f"element-type-{elem}", helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8),
+                    {"x": np.ones([2], np.complex64)}))
+    return out
+
+
 @pytest.mark.parametrize("case", _load_rule_models(), ids=lambda c: c[0])
 def test_check_says_what_onnxruntime_says_on_load_rules(case):
     """Both ways, as for the rule grids: an error exactly where onnxruntime refuses the model at
@@ -572,6 +655,8 @@ def test_check_says_what_onnxruntime_says_on_load_rules(case):
     verdict = _verdict_in_child(model, [feeds.get(vi.name) for vi in model.graph.input], at_creation="refused")
     errors = shapeinfer.check(model).errors
     assert verdict is not None, f"{name}: not judged"
+    if verdict == "no-kernel":
+        assert any(e.code == "no-kernel" for e in errors), f"{name}: onnxruntime has no kernel for it, check says nothing"
     if verdict in ("refused", "fails"):
         assert errors, f"{name}: onnxruntime {verdict} it, check reports no error"
     elif verdict == "runs":

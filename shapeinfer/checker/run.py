@@ -56,11 +56,12 @@ import onnx
 from onnx import ModelProto
 
 from ..errors import ModelLoadError, ShapeInferenceError, raise_mode
-from ..graph.structure import graphs_of, node_label, shadowed_names, shadowing_message, structure_problems
+from ..graph.structure import (graphs_of, node_label, shadowed_names, shadowing_message, structure_problems,
+                               unread_initializer_problems)
 from ..infer.engine import Engine
 from ..infer.facts import INT_TYPES, dtype_name
 from ..infer.result import InferenceResult
-from ..infer.unreached import inference_view, load_time_static, or_not_run, readable_by_onnx_inference, running_clause
+from ..infer.unreached import inference_view, load_time_static, load_time_valued, or_not_run, readable_by_onnx_inference, running_clause
 from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
 from ..modelio.load import load_model
 from ..symbolic import Bcast, Sym, atoms
@@ -159,6 +160,15 @@ def _runtime_refusals(m: ModelProto, report: CheckReport) -> set:
                            "onnxruntime refuses the model (\"Invalid tensor data type 0\"); declare its type or no type")
                 break
     g = m.graph
+    read = {i for n in g.node for i in n.input}
+    for what, name, elem in [*(("graph input", vi.name, vi.type.tensor_type.elem_type) for vi in (*g.input, *g.output)
+                               if vi.type.HasField("tensor_type")),
+                             *(("initializer", t.name, t.data_type) for t in g.initializer if t.name in read)]:
+        if elem in (onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128):
+            kind = "complex64" if elem == onnx.TensorProto.COMPLEX64 else "complex128"
+            report.add(ERROR, "no-kernel", f"{what if what == 'initializer' else 'graph input or output'} {name!r} is "
+                       f"{kind}: {rt.release} registers no complex tensor type and refuses the model")
+            break
     if not g.output:
         if all(n.op_type == "Constant" and n.domain in ("", "ai.onnx") for n in g.node):
             why = "onnxruntime refuses to create a session for it (no value to compute)"
@@ -256,6 +266,44 @@ def _topk_refusals(m: ModelProto, result, report: CheckReport) -> None:
                        "static when onnxruntime loads the model: it refuses it", node_label(n), n.op_type)
 
 
+def _shape_rank_refusals(m: ModelProto, result, report: CheckReport) -> None:
+    """Expand or ConstantOfShape whose shape input is not 1-D and whose values onnxruntime's
+    load does not know (computed through a Reshape, say): its load-time inference checks the
+    rank and refuses the model. (Known values of another rank it reads in order and runs: the
+    engine's off-spec warning.)"""
+    g = m.graph
+    wanted = [(n, 1 if n.op_type == "Expand" else 0) for n in g.node
+              if n.op_type in ("Expand", "ConstantOfShape") and n.domain in ("", "ai.onnx")]
+    if not wanted:
+        return
+    valued = load_time_valued(m, result.facts) | _constant_names(g)
+    for n, k in wanted:
+        name = n.input[k] if len(n.input) > k else ""
+        fact = result.facts.get(name) if name else None
+        if name in valued or fact is None or fact.shape is None or len(fact.shape) == 1:
+            continue
+        if any(i.name == name for i in g.input):
+            continue  # (a graph input: the engine's shape-error says it)
+        report.add(ERROR, "shape-error", f"the shape (input {k}) has rank {len(fact.shape)}, and its values are not "
+                   "known when onnxruntime loads the model: its inference wants a 1-D shape and refuses the model",
+                   node_label(n), n.op_type)
+
+
+def _dilated_same_refusals(m: ModelProto, report: CheckReport) -> None:
+    """A Conv with auto_pad SAME_UPPER or SAME_LOWER and a dilation above 1: the spec defines
+    it; onnxruntime's CPU Conv loads it and fails every run ("Dilation not supported for
+    AutoPadType::SAME_UPPER or SAME_LOWER")."""
+    for n in m.graph.node:  # (in a branch or body, only where that code runs: not judged here)
+        if n.op_type != "Conv" or n.domain not in ("", "ai.onnx"):
+            continue
+        attrs = {a.name: a for a in n.attribute}
+        pad = attrs["auto_pad"].s if "auto_pad" in attrs else b""
+        if pad in (b"SAME_UPPER", b"SAME_LOWER") and "dilations" in attrs and any(v > 1 for v in attrs["dilations"].ints):
+            report.add(ERROR, "shape-error", f"auto_pad {pad.decode()} with dilations {list(attrs['dilations'].ints)}: "
+                       "onnxruntime's Conv fails every run of it (\"Dilation not supported for AutoPadType::SAME_UPPER "
+                       "or SAME_LOWER\"); give explicit pads instead", node_label(n), n.op_type)
+
+
 def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport) -> None:
     """Integer Div or Mod by a constant (an initializer, a Constant node) that holds 0: undefined
     in the spec; onnxruntime reads such a divisor when it creates the kernel and refuses the
@@ -287,6 +335,9 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     for p in structure_problems(m):
         report.add(ERROR, p.code, p.message, p.node, p.op)
         structural = True
+    for name, why in unread_initializer_problems(m):
+        report.add(WARNING, "initializer", f"initializer {name!r}: {why}; nothing reads it, so onnxruntime drops it and "
+                   "loads the model (other tools may refuse it)")
     if structural and any(f.code == "not-a-dag" for f in report.findings):
         return  # no order to walk in
     for name, node in shadowed_names(m.graph):
@@ -309,6 +360,8 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     _kernel_refusals(m, result, report, refused)
     _topk_refusals(m, result, report)
     _zero_divisor_refusals(m, result, report)
+    _dilated_same_refusals(m, report)
+    _shape_rank_refusals(m, result, report)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),

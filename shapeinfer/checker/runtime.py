@@ -35,6 +35,7 @@ class RuntimeTable:
         self.domains = frozenset("" if d == "ai.onnx" else d for d in data["domains"])
         self.ops = data["ops"]
         self.missing_kernels = data.get("missing_kernels", {})
+        self.kernel_versions = data.get("kernel_versions", {})
 
     def kernel_problem(self, node, version: Optional[int], input_types: list, output_types: list) -> Optional[str]:
         """Why onnxruntime's CPU provider has no kernel for ``node`` of an ONNX domain at opset
@@ -47,6 +48,9 @@ class RuntimeTable:
             schema = onnx.defs.get_schema(node.op_type, version, domain)
         except onnx.defs.SchemaError:
             return None
+        why = self._version_problem(node, schema, domain)
+        if why:
+            return why
         lacking = self.missing_kernels.get(f"{domain}|{node.op_type}|{schema.since_version}")
         if not lacking:
             return None
@@ -60,6 +64,20 @@ class RuntimeTable:
                     return (f"{self.release}'s CPU provider has no kernel for {node.op_type} (opset "
                             f"{schema.since_version}) with {name[7:-1]} as {what} {k}")
         return None
+
+    def _version_problem(self, node, schema, domain: str) -> Optional[str]:
+        """An op version the CPU provider registers no kernel for (Relu-1: its kernels start at
+        6) and that onnxruntime cannot expand either (no function body; Constant it makes an
+        initializer): it refuses the model at load."""
+        if not self.kernel_versions or node.op_type == "Constant" or schema.has_function \
+                or schema.has_context_dependent_function:
+            return None
+        spans = self.kernel_versions.get(f"{domain}|{node.op_type}", [])
+        if any(lo <= schema.since_version <= hi for lo, hi in spans):
+            return None
+        where = f"its kernels start at opset {spans[0][0]}" if spans else "it has no kernel for the op"
+        return (f"{self.release}'s CPU provider has no kernel for {node.op_type} as opset {schema.since_version} "
+                f"defines it ({where})")
 
     def opset_problems(self, model: ModelProto) -> list:
         """(domain, version, newest) for each opset import newer than onnxruntime runs."""

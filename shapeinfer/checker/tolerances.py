@@ -6,7 +6,8 @@ and runs is at most a warning that says which consumers may refuse it. onnx.chec
 first complaint, so each tolerated complaint is reported, its cause fixed in a copy of the model
 (:func:`Tolerance.fix`), and the checker run again -- a real error after it is still found.
 
-Measured with onnxruntime 1.31 (tests/test_check_tolerances.py keeps each rule honest):
+Measured with onnxruntime 1.31 and 1.32 (tests/test_check_tolerances.py and the load-rule family of
+tests/test_check_parity.py keep each rule honest):
 - nodes out of topological order: onnxruntime sorts them (the main graph's; a body's it refuses);
 - a graph input, output or value_info without a type, or a tensor type without a shape;
 - onnxruntime's own ops saved in the default domain: SimplifiedLayerNormalization (its session
@@ -14,6 +15,11 @@ Measured with onnxruntime 1.31 (tests/test_check_tolerances.py keeps each rule h
 - a node of a domain the model imports no opset for;
 - (IR version below 4) an initializer that is not also a graph input;
 - (IR version below 3) an opset import, which that IR version did not have yet;
+- an unset ir_version, a graph without a name, a metadata key given twice, an initializer holding
+  raw_data and a typed field (it reads raw_data), a model-local function importing another
+  version of an operator set than the model, an unknown op used only in functions nothing calls,
+  an op deprecated at the model's opset that onnxruntime still has a kernel or function body for,
+  an initializer too short for its dims that nothing reads (onnxruntime drops it);
 - (found by type inference, checker/run.py) a Constant before opset 9 holding a tensor type
   Constant-1 does not list (int64, ...): onnxruntime makes every Constant an initializer.
 Refused by onnxruntime although onnx.checker passes them (errors, found elsewhere): two nodes
@@ -193,8 +199,10 @@ def _runtime_op(m: re.Match) -> Optional[str]:
 
 # onnx.checker looks an op of domain "ai.onnx" up under that name when the model imports it
 # beside "": it finds no schema; onnxruntime reads "ai.onnx" as the default domain and runs it
+_NO_OP = re.compile(r"No Op registered for (?P<op>\w+) with domain_version of (?P<version>\d+)")
+
 _DOMAIN_ALIAS = Tolerance(
-    "domain-alias", re.compile(r"No Op registered for (?P<op>\w+) with domain_version of (?P<version>\d+)"),
+    "domain-alias", _NO_OP,
     lambda m: f"{m.group('op')} is written in domain 'ai.onnx', the default domain's other name: onnxruntime runs "
               "it; onnx.checker does not find its schema under that name",
     _unalias)
@@ -205,7 +213,148 @@ _IGNORED_ATTRIBUTE = Tolerance(
               "and runs the model; onnx.checker refuses it",
     _drop_unchecked_attributes)
 
+def _set_ir_version(model: ModelProto, match, facts) -> bool:
+    model.ir_version = max(helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True), 3)
+    return True
+
+
+def _name_graphs(model: ModelProto, match, facts) -> bool:
+    for k, g in enumerate(graphs_of(model)):
+        if not g.name:
+            g.name = f"graph_{k}"
+    return True
+
+
+def _dedupe_metadata(model: ModelProto, match, facts) -> bool:
+    seen: dict = {}
+    for p in model.metadata_props:
+        seen.setdefault(p.key, p.value)
+    del model.metadata_props[:]
+    for key, value in seen.items():
+        model.metadata_props.add(key=key, value=value)
+    return True
+
+
+_TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
+
+
+def _keep_raw_data(model: ModelProto, match, facts) -> bool:
+    fixed = False
+    for g in graphs_of(model):
+        for t in g.initializer:
+            if t.name == match.group("name") and t.HasField("raw_data"):
+                for field in _TYPED_FIELDS:
+                    t.ClearField(field)
+                fixed = True
+    return fixed
+
+
+def _function_opsets_as_model(model: ModelProto, match, facts) -> bool:
+    imported = {o.domain: o.version for o in model.opset_import}
+    for f in model.functions:
+        for o in f.opset_import:
+            if o.domain == match.group("domain") and o.domain in imported:
+                o.version = imported[o.domain]
+    return True
+
+
+def called_functions(model: ModelProto) -> set:
+    """(domain, name, overload) of the model-local functions some node of the model calls,
+    directly or through other functions."""
+    funcs = {(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
+    called: set = set()
+    stack = [n for g in graphs_of(model) for n in g.node]
+    while stack:
+        n = stack.pop()
+        key = (n.domain, n.op_type, getattr(n, "overload", ""))
+        if key in funcs and key not in called:
+            called.add(key)
+            f = funcs[key]
+            stack.extend(f.node)
+            stack.extend(m for a in f.node for at in a.attribute for g in ([at.g] if at.HasField("g") else []) + list(at.graphs)
+                         for m in g.node)
+    return called
+
+
+def _only_in_uncalled_functions(model: ModelProto, op: str) -> bool:
+    called = called_functions(model)
+    if any(n.op_type == op for g in graphs_of(model) for n in g.node):
+        return False
+    uses = [f for f in model.functions if any(n.op_type == op for n in f.node)]
+    return bool(uses) and all((f.domain, f.name, getattr(f, "overload", "")) not in called for f in uses)
+
+
+def _drop_uncalled_functions(model: ModelProto, match, facts) -> bool:
+    called = called_functions(model)
+    kept = [f for f in model.functions if (f.domain, f.name, getattr(f, "overload", "")) in called]
+    if len(kept) == len(model.functions):
+        return False
+    del model.functions[:]
+    model.functions.extend(kept)
+    return True
+
+
+def _runs_deprecated(op: str, version: int) -> bool:
+    """Whether onnxruntime runs ``op`` at a default-domain opset where ONNX deprecated it: it has a
+    CPU kernel for that version, or expands the op's function body."""
+    import onnx
+
+    from .runtime import table
+
+    try:
+        schema = onnx.defs.get_schema(op, version, "")
+    except onnx.defs.SchemaError:
+        return False
+    if schema.has_function or schema.has_context_dependent_function:
+        return True
+    spans = table().kernel_versions.get(f"|{op}", [])
+    return any(lo <= version <= hi for lo, hi in spans)
+
+
+_DEPRECATED = Tolerance(
+    "deprecated-op", re.compile(r"Op registered for (?P<op>\w+) is deprecated in domain_version of (?P<version>\d+)"),
+    lambda m: f"{m.group('op')} is deprecated at opset {m.group('version')}: onnxruntime still runs it; onnx.checker "
+              "refuses it (its later checks are skipped)",
+    lambda model, match, facts: False)
+
+def _drop_initializer(model: ModelProto, match, facts) -> bool:
+    kept = [t for t in model.graph.initializer if t.name != match.group("name")]
+    if len(kept) == len(model.graph.initializer):
+        return False
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
+    return True
+
+
+_UNREAD_INITIALIZER = Tolerance(
+    "unread-initializer", re.compile(r"TensorProto \(tensor name: (?P<name>[^)]*)\) .*is too small"),
+    lambda m: f"onnx.checker refuses initializer {m.group('name')!r}, which nothing reads: onnxruntime drops it and "
+              "loads the model",
+    _drop_initializer)
+
+_UNCALLED_FUNCTION = Tolerance(
+    "unused-function", _NO_OP,
+    lambda m: f"{m.group('op')}, which no operator set defines, is used only in model-local functions no node calls: "
+              "onnxruntime loads the model without them; onnx.checker refuses it",
+    _drop_uncalled_functions)
+
 TOLERANCES = (
+    Tolerance("ir-version", re.compile(r"does not have an ir_version set properly"),
+              lambda m: "the model's ir_version is not set (0): onnxruntime loads the model; onnx.checker refuses it",
+              _set_ir_version),
+    Tolerance("graph-name", re.compile(r"Field 'name' of 'graph' is required to be non-empty"),
+              lambda m: "a graph has no name: onnxruntime loads the model; onnx.checker refuses it", _name_graphs),
+    Tolerance("metadata", re.compile(r"duplicate keys in metadata_props"),
+              lambda m: "metadata_props holds a key twice: onnxruntime loads the model; onnx.checker refuses it",
+              _dedupe_metadata),
+    Tolerance("initializer-fields", re.compile(r"TensorProto \(tensor name: (?P<name>[^)]*)\) should contain one and only "
+                                               r"one value field"),
+              lambda m: f"initializer {m.group('name')!r} holds its data twice, in raw_data and in a typed field: "
+                        "onnxruntime reads raw_data and runs the model; onnx.checker refuses it", _keep_raw_data),
+    Tolerance("function-opset", re.compile(r"Opset import for domain (?P<domain>\S*) in function op \w+\s?is not "
+                                           r"compatible with the version imported by model"),
+              lambda m: "a model-local function imports another version of an operator set than the model does: "
+                        "onnxruntime loads the model; onnx.checker refuses it", _function_opsets_as_model),
     Tolerance("unsorted-nodes", re.compile(r"Nodes in a graph must be topologically sorted"),
               lambda m: "the nodes are not in topological order: onnxruntime sorts them and runs the model; "
                         "onnx.checker and tools that read the nodes in order refuse it", _sort_graphs),
@@ -239,6 +388,18 @@ def tolerated(message: str, model: Optional[ModelProto] = None) -> Optional[tupl
         from ..infer.validate import UNCHECKED_ATTRIBUTES
 
         return (_IGNORED_ATTRIBUTE, m) if m.group("op") in UNCHECKED_ATTRIBUTES else None
+    m = _UNREAD_INITIALIZER.pattern.search(message)
+    if m is not None and model is not None:
+        from ..graph.structure import unread_initializer_problems
+
+        unread = {name for name, _ in unread_initializer_problems(model)}
+        return (_UNREAD_INITIALIZER, m) if m.group("name") in unread else None
+    m = _DEPRECATED.pattern.search(message)
+    if m is not None:
+        return (_DEPRECATED, m) if _runs_deprecated(m.group("op"), int(m.group("version"))) else None
+    m = _UNCALLED_FUNCTION.pattern.search(message)
+    if m is not None and model is not None and _only_in_uncalled_functions(model, m.group("op")):
+        return _UNCALLED_FUNCTION, m
     m = _DOMAIN_ALIAS.pattern.search(message)
     if m is not None and model is not None and _aliased_nodes(model, m.group("op")):
         import onnx
@@ -251,5 +412,8 @@ def tolerated(message: str, model: Optional[ModelProto] = None) -> Optional[tupl
             continue
         if t.code == "runtime-op" and _runtime_op(m) is None:
             return None  # an op nobody runs in the default domain: onnxruntime refuses it too
+        if t.code == "missing-opset-import" and model is not None \
+                and m.group("domain") in {f.domain for f in model.functions}:
+            return None  # (onnxruntime implies the imports of the domains it knows, not of the model's functions)
         return t, m
     return None

@@ -21,7 +21,8 @@ from ..modelio.tensors import node_label, stored_tensor_problems
 from ..modelio.text import as_text
 
 __all__ = ["SHADOWING", "NodeIO", "Problem", "find_cycle", "graphs_of", "implicit_inputs", "node_label",
-           "shadowed_name", "shadowed_names", "shadowing_message", "structure_problems", "subgraphs_of",
+           "read_names", "shadowed_name", "shadowed_names", "shadowing_message", "structure_problems", "subgraphs_of",
+           "unread_initializer_problems",
            "topological_order", "validate_structure"]
 
 
@@ -43,16 +44,58 @@ def structure_problems(model: ModelProto, io: Optional[list] = None) -> list:
     value, in any graph, function or training_info -- modelio.tensors.stored_tensors), then
     the main graph's and its subgraphs' structure."""
     found: list = []
+    unread = {name for name, _ in unread_initializer_problems(model)}
     for place, problem in stored_tensor_problems(model):
+        if place.kind == "initializer" and not place.scope and place.name in unread:
+            continue  # (onnxruntime drops an initializer nothing reads, and loads the model)
         node = place.node
         found.append(Problem("initializer", f"{place.describe(with_node=False)}: {problem}",
                              node_label(node) if node is not None else "", node.op_type if node is not None else ""))
+    known = set(onnx.TensorProto.DataType.values())
     for g in graphs_of(model):
         for name, message in _initializer_input_conflicts(g):
             found.append(Problem("initializer", message, "", ""))
+        for vi in (*g.input, *g.output, *g.value_info):
+            elem = _declared_elem(vi.type)
+            if elem is not None and elem not in known:
+                found.append(Problem("declared-type", f"{as_text(vi.name)!r} is declared of element type {elem}, which "
+                                     "no ONNX type has: onnxruntime refuses the model", "", ""))
     _walk(model.graph, set(), lambda code, message, node="", op="": found.append(Problem(code, message, node or "", op or "")),
           io)
     return found
+
+
+def read_names(model: ModelProto) -> set:
+    """Every name a node of the main graph or of a subgraph reads, and the main graph's outputs."""
+    names = {o.name for o in model.graph.output}
+    for g in graphs_of(model):
+        for n in g.node:
+            names.update(n.input)
+    return names
+
+
+def unread_initializer_problems(model: ModelProto) -> list:
+    """(name, why) for each main-graph initializer that cannot be what it says (fewer bytes than
+    its dims need, ...) and that nothing reads: onnxruntime drops it and loads the model."""
+    from ..modelio.tensors import tensor_problem
+
+    bad = [(t.name, p) for t in model.graph.initializer for p in [tensor_problem(t)] if p]
+    if not bad:
+        return []
+    read = read_names(model)
+    return [(name, p) for name, p in bad if name not in read]
+
+
+def _declared_elem(tp, depth: int = 0):
+    """The element type a declared type holds (through sequence, optional and map values), or
+    None."""
+    kind = tp.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        return getattr(tp, kind).elem_type
+    if depth < 8 and kind in ("sequence_type", "optional_type"):
+        inner = getattr(tp, kind)
+        return _declared_elem(inner.elem_type, depth + 1) if inner.HasField("elem_type") else None
+    return None
 
 
 def _type_name(elem_type: int) -> str:

@@ -24,7 +24,7 @@ from ..errors import CannotDecide, ModelLoadError, ShapeInferenceError
 from ..symbolic import (Bcast, ExpressionTooLarge, Max, Min, add, atom_dim, atoms, bounds, fits, free_symbols, mul, provably_nonneg,
                         provably_positive, replace_atom, substitute, sym, term_atoms, truediv)
 from . import ops  # noqa: F401  (registers the rules)
-from ..graph.structure import node_label, topological_order
+from ..graph.structure import node_label, topological_order, unread_initializer_problems
 from .context import NodeContext
 from ..semantics import INT_RANGES, wrap_int
 from .facts import UNKNOWN, Fact, Wrapped, obj_array, shape_str
@@ -277,9 +277,14 @@ class Engine:
         init_names = {t.name for t in graph.initializer}
         if self.assume_nonempty:
             self.symbols.assume_positive(input_symbol_names(graph, init_names, self.input_shapes))
+        unread = None
         for t in graph.initializer:
             problem = tensor_problem(t)
             if problem:
+                if unread is None:
+                    unread = {name for name, _ in unread_initializer_problems(self.model)}
+                if t.name in unread:
+                    continue  # (nothing reads it: onnxruntime drops it; check warns)
                 raise ShapeInferenceError(f"initializer {t.name!r}: {problem}")
             value = value_from_tensor(t, self.base_dir)
             facts[t.name] = Fact(dtype=t.data_type, shape=tuple(int(d) for d in t.dims), value=value)

@@ -28,8 +28,8 @@ from ..graph.structure import graphs_of, has_subgraph
 from ..symbolic import Dim, evaluate
 from ..symbolic.search import binding_str, counterexample, holds, relevant
 
-__all__ = ["Region", "UnreachedFailure", "describe", "load_time_static", "onnx_rejections", "or_not_run", "running_clause", "visible_to_runtime",
-           "readable_by_onnx_inference"]
+__all__ = ["Region", "UnreachedFailure", "describe", "load_time_static", "load_time_valued", "onnx_rejections", "or_not_run",
+           "running_clause", "visible_to_runtime", "readable_by_onnx_inference"]
 
 
 class UnreachedFailure:
@@ -198,6 +198,19 @@ _PROPAGATED = frozenset({"Shape", "Size", "Gather", "Concat", "Unsqueeze", "Sque
 
 def load_time_static(model: ModelProto, facts: dict) -> dict:
     """{name: (dims, elem_type)} of the main-graph tensors whose dims onnxruntime's load knows
+    as numbers and that inference shows to be static (see _load_time_walk)."""
+    return _load_time_walk(model, facts)[0]
+
+
+def load_time_valued(model: ModelProto, facts: dict) -> set:
+    """The main-graph tensors whose values onnxruntime's load knows: constants, and what its
+    data propagation follows from known values (Shape of a static tensor, Gather, Concat, ...
+    of known values; nothing through a Reshape)."""
+    return _load_time_walk(model, facts)[1]
+
+
+def _load_time_walk(model: ModelProto, facts: dict) -> tuple:
+    """({name: (dims, elem_type)}, valued names): the main-graph tensors whose dims onnxruntime's load knows
     as numbers and that inference shows to be static: those onnx's own inference makes static,
     and a node's outputs where every input's dims are so known (a graph input declared with
     numbers only) or its value is -- a constant, or a value onnxruntime's data propagation
@@ -237,7 +250,7 @@ def load_time_static(model: ModelProto, facts: dict) -> dict:
                 shaped.add(o)
                 if o not in inputs:
                     out[o] = (f.shape, f.dtype)
-    return out
+    return out, valued
 
 
 def _with_static_shapes(m: ModelProto, static: dict) -> ModelProto:

@@ -48,6 +48,10 @@ _TRUNCATING = frozenset({"MaxPool", "AveragePool", "LpPool"})
 def _window_out(ctx, D, k, d, s, b, e, auto_pad, ceil_mode):
     K = (k - 1) * d + 1
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        if d > 1 and ctx.op_type in _TRUNCATING:
+            # onnxruntime's pooling pads for the undilated kernel and then slides the dilated
+            # one: not the spec's ceil(n / s) (MaxPool k=2, s=2, d=2 on n=3 makes 1, not 2)
+            return None
         return floordiv(add(D, s - 1), s)
     if auto_pad == "VALID":
         b = e = 0
