@@ -19,6 +19,9 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 os.environ["SHAPEINFER_RAISE"] = "1"
+# Output goes to no terminal here: tables get whole lines, whatever width a parallel worker's
+# environment sets (pytest-xdist's workers have COLUMNS). Tests of the fitted tables set it.
+os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture
