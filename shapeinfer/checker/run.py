@@ -289,6 +289,76 @@ def _shape_rank_refusals(m: ModelProto, result, report: CheckReport) -> None:
                    node_label(n), n.op_type)
 
 
+EXPANDED_DOMAIN = "shapeinfer.expanded"
+
+
+def _expanded_function_refusals(m: ModelProto, result, report: CheckReport) -> None:
+    """Ops onnxruntime has no CPU kernel for and runs by expanding their function body
+    (GroupNormalization-21, CenterCropPad, SoftmaxCrossEntropyLoss...): its load infers the
+    expanded nodes and refuses the model where one of them rejects its inputs, which the op's own
+    rule may accept. The body is expanded here as onnxruntime does -- for the node's attributes
+    and input types -- and given to onnx's strict inference, with its data propagation, as
+    onnxruntime follows the shapes the body computes."""
+    from onnx import FunctionProto, helper, inliner
+    from onnx.shape_inference import InferenceError, infer_shapes
+
+    rt = runtime_table()
+    version = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), None)
+    if version is None or not rt.kernel_versions:
+        return
+    for n in m.graph.node:
+        if n.domain not in ("", "ai.onnx") or node_label(n) in _reported_nodes(report):
+            continue
+        try:
+            schema = onnx.defs.get_schema(n.op_type, version, "")
+        except onnx.defs.SchemaError:
+            continue
+        if not (schema.has_function or schema.has_context_dependent_function):
+            continue
+        spans = rt.kernel_versions.get(f"|{n.op_type}", [])
+        if any(lo <= schema.since_version <= hi for lo, hi in spans):
+            continue  # (a kernel runs it: the body is not expanded)
+        inputs = []
+        for name in n.input:
+            fact = result.facts.get(name) if name else None
+            if name and (fact is None or not fact.dtype or fact.type_proto is not None or fact.shape is None):
+                break
+            if name:
+                dims = [d if type(d) is int else None for d in fact.shape]
+                inputs.append(helper.make_tensor_value_info(name, fact.dtype, dims))
+        else:
+            body = FunctionProto()
+            try:
+                if schema.has_context_dependent_function:
+                    body.ParseFromString(schema.get_context_dependent_function_with_opset_version(
+                        version, n.SerializeToString(), [vi.type.SerializeToString() for vi in inputs]))
+                else:
+                    body.ParseFromString(schema.get_function_with_opset_version(version))
+            except (onnx.defs.SchemaError, RuntimeError, ValueError):  # (onnx cannot expand it for these inputs)
+                continue
+            body.domain = EXPANDED_DOMAIN
+            call = helper.make_node(n.op_type, list(n.input), list(n.output), domain=EXPANDED_DOMAIN)
+            call.attribute.extend(n.attribute)
+            g = helper.make_graph([call], "expanded", inputs, [helper.make_empty_tensor_value_info(o) for o in n.output if o])
+            model = helper.make_model(g, opset_imports=[helper.make_opsetid("", version), helper.make_opsetid(EXPANDED_DOMAIN, 1)],
+                                      functions=[body], ir_version=max(m.ir_version, 8))
+            try:
+                infer_shapes(inliner.inline_local_functions(model), check_type=True, strict_mode=True, data_prop=True)
+            except InferenceError as e:
+                hit = _INFERENCE_ERROR.search(str(e))
+                why = hit.group("message").strip() if hit else str(e).strip().splitlines()[0]
+                inner = f" (its {hit.group('op')})" if hit else ""
+                report.add(ERROR, "shape-error", f"onnxruntime has no kernel for {n.op_type}-{schema.since_version} and "
+                           f"expands its function body, whose inference{inner} rejects the inputs: {why}",
+                           node_label(n), n.op_type)
+            except (ValueError, RuntimeError):  # (not inferable at all: nothing to add)
+                continue
+
+
+def _reported_nodes(report: CheckReport) -> set:
+    return {f.node for f in report.findings if f.severity == ERROR}
+
+
 def _dilated_same_refusals(m: ModelProto, report: CheckReport) -> None:
     """A Conv with auto_pad SAME_UPPER or SAME_LOWER and a dilation above 1: the spec defines
     it; onnxruntime's CPU Conv loads it and fails every run ("Dilation not supported for
@@ -362,6 +432,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     _zero_divisor_refusals(m, result, report)
     _dilated_same_refusals(m, report)
     _shape_rank_refusals(m, result, report)
+    _expanded_function_refusals(m, result, report)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),
