@@ -766,3 +766,37 @@ def test_pooling_over_a_window_that_does_not_fit_is_sized_as_onnxruntime_runs_it
             assert evaluate(dim, {"n": n}) == got, f"{op} k={k} s={s} pads={pads}{extra} n={n}"
         compared += 1
     assert compared >= 5
+
+
+OFF_SPEC_EMPTY = {
+    # (text, feeds): inputs the spec does not define that onnxruntime reads its own way
+    "squeeze-empty-axes-13": ("<opset_import: [\"\" : 13]> g (float[1,3,1] x) => (int64[?] s) "
+                              "{ ax = Constant<value = int64[0] {}>()  y = Squeeze(x, ax)  s = Shape(y) }",
+                              {"x": np.ones([1, 3, 1], np.float32)}),
+    "squeeze-empty-axes-21": ("<opset_import: [\"\" : 21]> g (float[a,b,c] x) => (float[?] y) "
+                              "{ ax = Constant<value = int64[0] {}>()  y = Squeeze(x, ax) }",
+                              {"x": np.ones([1, 3, 1], np.float32)}),
+    # (onnxruntime's load refuses it where it knows the split dim: test_check_parity's load rules)
+    "split-empty-sizes": ("<opset_import: [\"\" : 13]> g (float[a,b] x) => (float[?,?] y, float[?,?] z) "
+                          "{ sp = Constant<value = int64[0] {}>()  y, z = Split<axis = 1>(x, sp) }",
+                          {"x": np.ones([2, 4], np.float32)}),
+    "nonzero-scalar": ("<opset_import: [\"\" : 13]> g (float x) => (int64[?] s) "
+                       "{ nz = NonZero(x)  s = Shape(nz) }", {"x": np.array(2.0, np.float32)}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OFF_SPEC_EMPTY))
+def test_inputs_runtimes_read_their_own_way_are_neither_shaped_nor_folded(case):
+    """An empty axes or split tensor, a NonZero of a scalar: the spec does not define them (or
+    says other than onnxruntime does), and onnxruntime even differs between its levels (an
+    attack found shapeinfer claiming the spec's shape and folding Shape to it). No dim is
+    claimed, check warns off-spec and reports no error, and optimize computes what the original
+    does at both levels."""
+    text, feeds = OFF_SPEC_EMPTY[case]
+    m = parser.parse_model("<ir_version: 8, " + text[1:])
+    report = shapeinfer.check(m)
+    assert not report.errors and any(f.code == "off-spec" for f in report.findings), report.findings
+    out = shapeinfer.optimize(m)
+    for default_level in (False, True):
+        want, got = _session(m, default_level).run(None, feeds), _session(out, default_level).run(None, feeds)
+        assert all(w.shape == g.shape and np.array_equal(w, g) for w, g in zip(want, got)), (case, default_level)

@@ -554,6 +554,12 @@ def _load_rule_models():
             m = model(f"g (float[{dims}] x) => (float[] y) {{ s = Shape(x) {make} y = {op}({args}) }}")
             out.append((f"{op.lower()}-rank2-{make.split('=')[-2].split()[-1] if '(' in make else 'const'}-[{dims}]", m,
                         {"x": one([2, 3], np.float32)}))
+    for dims in ("2,4", "a,b"):  # an empty split: refused where the load knows the dim, else equal parts
+        for outs in ("y", "y, z"):
+            decl = ", ".join(f"float[?,?] {o.strip()}" for o in outs.split(","))
+            out.append((f"split-empty-[{dims}]-{outs}", model(f"g (float[{dims}] x) => ({decl}) {{ sp = Constant<value: "
+                                                              f"tensor = int64[0] {{}}>() {outs} = Split<axis: int = 1>(x, sp) }}", 13),
+                        {"x": one([2, 4], np.float32)}))
     for pad in ("SAME_UPPER", "SAME_LOWER", "NOTSET"):  # onnxruntime's Conv fails every run of SAME_* dilated
         for d in (1, 2):
             out.append((f"conv-{pad}-dilation{d}",
@@ -567,6 +573,7 @@ def _load_rule_models():
             attrs = "<axis: int = 0>" if op == "Concat" else ""
             out.append((f"opset{opset}-{op.lower()}", model(f"g (float[2,2] x) => (float[] y) {{ y = {op}{attrs}({args}) }}",
                                                             opset), {"x": one([2, 2], np.float32)}))
+    out.extend(_run_rule_models(model))
     out.extend(_tolerated_models(model))
     for where in ("value_info", "output", "none"):
         m = model("g (float[2] a) => (float[2] y) { t = Relu(a) y = Relu(t) }")
@@ -582,6 +589,52 @@ def _load_rule_models():
         m = model(text)
         out.append((f"graph-{name}", m, {vi.name: one([2], np.float32) for vi in m.graph.input}))
     return out
+
+
+def _run_rule_models(model):
+    """Constant indices, axes and parameters against static shapes, on both sides of the rule
+    (onnxruntime fails every run on the wrong side; found by an attack): Gather, GatherElements,
+    GatherND, ScatterND and ScatterElements indices in and out of range (and updates or indices
+    of another shape), LayerNormalization/RMSNormalization scales that do or do not broadcast,
+    Range's delta, CumSum's axis, an Einsum output repeating a letter, OneHot's depth,
+    QuantizeLinear scales per axis and per block."""
+    x = {"x": np.ones([2, 4], np.float32)}
+    cases = []
+    for i in ("1", "-2", "5", "-3"):
+        cases.append((f"gather-index{i}", 13, f"i = Constant<value: tensor = int64[1] {{{i}}}>() y = Gather(x, i)"))
+        cases.append((f"gatherelements-index{i}", 13, f"i = Constant<value: tensor = int64[1,1] {{{i}}}>() "
+                      "y = GatherElements<axis: int = 0>(x, i)"))
+        cases.append((f"gathernd-index{i}", 13, f"i = Constant<value: tensor = int64[1,1] {{{i}}}>() y = GatherND(x, i)"))
+        cases.append((f"scatternd-index{i}", 13, f"i = Constant<value: tensor = int64[1,1] {{{i}}}>() u = Constant<value: "
+                      "tensor = float[1,4] {1, 2, 3, 4}>() y = ScatterND(x, i, u)"))
+        cases.append((f"scatterelements-index{i}", 13, f"i = Constant<value: tensor = int64[1,1] {{{i}}}>() u = Constant<"
+                      "value: tensor = float[1,1] {1}>() y = ScatterElements(x, i, u)"))
+    cases.append(("gatherelements-rank1", 13, "i = Constant<value: tensor = int64[2] {0, 1}>() y = GatherElements(x, i)"))
+    cases.append(("scatternd-updates-short", 13, "i = Constant<value: tensor = int64[1,1] {0}>() u = Constant<value: tensor "
+                  "= float[1,3] {1, 2, 3}>() y = ScatterND(x, i, u)"))
+    for op, opset in (("LayerNormalization", 17), ("RMSNormalization", 23)):
+        for dims in ("4", "3", "1", "1,4", "2,4", "8"):
+            n = int(np.prod([int(d) for d in dims.split(",")]))
+            cases.append((f"{op.lower()}-scale-[{dims}]", opset, f"w = Constant<value: tensor = float[{dims}] "
+                          f"{{{', '.join(['1'] * n)}}}>() y = {op}(x, w)"))
+    for t, delta in (("float", "0"), ("float", "1"), ("int64", "0"), ("int64", "2")):
+        cases.append((f"range-{t}-delta{delta}", 13, f"a = Constant<value: tensor = {t} {{0}}>() b = Constant<value: tensor = "
+                      f"{t} {{5}}>() d = Constant<value: tensor = {t} {{{delta}}}>() r = Range(a, b, d) y = Identity(x)"))
+    for axis in ("1", "-2", "2", "-3"):
+        cases.append((f"cumsum-axis{axis}", 13, f"a = Constant<value: tensor = int64 {{{axis}}}>() y = CumSum(x, a)"))
+    for eq in ("ij->ji", "ij->ii", "ij->i"):
+        cases.append((f"einsum-{eq}", 13, f"y = Einsum<equation: string = \"{eq}\">(x)"))
+    for depth in ("float {-2.5}", "int64 {0}", "int64 {3}"):
+        cases.append((f"onehot-depth-{depth.split()[1]}", 13, f"i = Constant<value: tensor = int64[2] {{0, 1}}>() d = Constant<"
+                      f"value: tensor = {depth}>() v = Constant<value: tensor = float[2] {{0, 1}}>() o = OneHot(i, d, v) "
+                      "y = Identity(x)"))
+    for dims, block in (("4", 0), ("2", 0), ("1", 0), ("2,2", 2), ("2,1", 3), ("2,3", 2)):
+        n = int(np.prod([int(d) for d in dims.split(",")]))
+        attrs = "axis: int = 1" + (f", block_size: int = {block}" if block else "")
+        cases.append((f"quantize-scale-[{dims}]-block{block}", 21 if block else 13,
+                      f"s = Constant<value: tensor = float[{dims}] {{{', '.join(['0.5'] * n)}}}>() "
+                      f"q = QuantizeLinear<{attrs}>(x, s) y = DequantizeLinear<{attrs}>(q, s)"))
+    return [(name, model(f"g (float[2,4] x) => (float[] y) {{ {body} }}", opset), dict(x)) for name, opset, body in cases]
 
 
 def _tolerated_models(model):

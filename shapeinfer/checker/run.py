@@ -359,6 +359,44 @@ def _reported_nodes(report: CheckReport) -> set:
     return {f.node for f in report.findings if f.severity == ERROR}
 
 
+def _qdq_refusals(m: ModelProto, result, report: CheckReport) -> None:
+    """QuantizeLinear/DequantizeLinear (opset 13 on) whose static scale or zero point does not
+    fit the static input: one element (per tensor), the size of ``axis`` (per axis), or the
+    input's shape with ``axis`` counted in blocks of ``block_size``. onnxruntime fails every run
+    of such a node."""
+    version = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if version < 13:
+        return
+    for n in m.graph.node:
+        if n.op_type not in ("QuantizeLinear", "DequantizeLinear") or n.domain not in ("", "ai.onnx") or len(n.input) < 2:
+            continue
+        x, scale = (result.facts.get(n.input[k]) for k in (0, 1))
+        if x is None or scale is None or x.shape is None or scale.shape is None \
+                or not all(type(d) is int for d in (*x.shape, *scale.shape)):
+            continue
+        attrs = {a.name: a.i for a in n.attribute if a.type == onnx.AttributeProto.INT}
+        block = attrs.get("block_size", 0)
+        if int(np.prod(scale.shape)) == 1 and not block or not x.shape:
+            continue  # (per tensor)
+        try:
+            axis = attrs.get("axis", 1) + (len(x.shape) if attrs.get("axis", 1) < 0 else 0)
+            size = x.shape[axis]
+        except IndexError:
+            continue
+        if block > 0:
+            want = list(x.shape)
+            want[axis] = -(-size // block)
+        else:
+            want = [size]
+        for k, what in ((1, "scale"), (2, "zero point")):
+            f = result.facts.get(n.input[k]) if len(n.input) > k and n.input[k] else None
+            if f is not None and f.shape is not None and all(type(d) is int for d in f.shape) and list(f.shape) != want:
+                how = f"blocks of {block} along axis {axis}" if block > 0 else f"axis {axis} of size {size}"
+                report.add(ERROR, "shape-error", f"the {what} has shape {list(f.shape)}; for {how} of the input "
+                           f"{list(x.shape)} it must be {want}: onnxruntime fails every run", node_label(n), n.op_type)
+                break
+
+
 def _dilated_same_refusals(m: ModelProto, report: CheckReport) -> None:
     """A Conv with auto_pad SAME_UPPER or SAME_LOWER and a dilation above 1: the spec defines
     it; onnxruntime's CPU Conv loads it and fails every run ("Dilation not supported for
@@ -433,6 +471,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     _dilated_same_refusals(m, report)
     _shape_rank_refusals(m, result, report)
     _expanded_function_refusals(m, result, report)
+    _qdq_refusals(m, result, report)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),

@@ -7,14 +7,39 @@ Compress and Unique, whose counts become fresh symbols named after the op.
 
 from __future__ import annotations
 
+import numpy as np
 from onnx import TensorProto
 
+from ...errors import CannotDecide
 from ...symbolic import mul, provably_le, to_str, truediv
 from ..facts import Fact, as_dim
 from ..registry import rule
-from ._util import broadcast_shapes, normalize_axis, value_entries
+from ._util import broadcast_shapes, int_entries, normalize_axis, value_entries
 
 INT64 = TensorProto.INT64
+
+
+def check_indices(ctx, indices, sizes, what: str = "axis") -> None:
+    """Every run fails where indices whose values are known (each the same in every run) fall
+    outside [-n, n-1] of the size n they index: ``sizes`` the size of each position of the
+    innermost index dim (one entry: every index addresses that size), None where not static."""
+    values = int_entries(indices) if indices is not None else None
+    if not values or not sizes or indices.shape is None:
+        return
+    k = len(sizes)
+    for j, i in enumerate(values):
+        n = sizes[j % k]
+        if type(n) is int and not -n <= i < n:
+            where = f"{what} {j % k}" if k > 1 else what
+            raise ctx.error(f"index {i} is out of range for {where} of size {n} (the indices are the same in every run)")
+
+
+def _same_rank(ctx, data, indices, what: str) -> bool:
+    if data.shape is None or indices.shape is None:
+        return False
+    if len(indices.shape) != len(data.shape):
+        raise ctx.error(f"{what} have rank {len(indices.shape)}; the data has rank {len(data.shape)}")
+    return True
 
 
 @rule("GatherElements", since=11)
@@ -22,6 +47,9 @@ def gather_elements(ctx):
     data, indices = ctx.input(0), ctx.input(1)
     if data is None or indices is None:
         return None
+    if _same_rank(ctx, data, indices, "the indices"):
+        axis = normalize_axis(ctx, ctx.attr("axis", 0), len(data.shape))
+        check_indices(ctx, indices, [data.shape[axis]], f"axis {axis}")
     return [Fact(dtype=data.dtype, shape=indices.shape)]
 
 
@@ -36,7 +64,35 @@ def gather_nd(ctx):
         return None
     if b + last > len(data.shape):
         raise ctx.error(f"indices address {last} dims after {b} batch dims of a rank-{len(data.shape)} input")
+    if b == 0 and last:
+        check_indices(ctx, indices, list(data.shape[:last]), "data dim")
     return [Fact(dtype=data.dtype, shape=tuple(indices.shape[:-1]) + tuple(data.shape[b + last:]))]
+
+
+def _scatter_checks(ctx, data) -> None:
+    """ScatterND: indices within the data's dims, updates of shape indices[:-1] + data[k:];
+    ScatterElements: indices and updates of the data's rank and of one shape, indices within
+    the axis."""
+    indices, updates = ctx.input(1), ctx.input(2)
+    if data is None or data.shape is None or indices is None or indices.shape is None:
+        return
+    if ctx.op_type == "ScatterND":
+        last = indices.shape[-1] if indices.shape else None
+        if type(last) is not int or last > len(data.shape):
+            return
+        if last:
+            check_indices(ctx, indices, list(data.shape[:last]), "data dim")
+        want = tuple(indices.shape[:-1]) + tuple(data.shape[last:])
+        if updates is not None and updates.shape is not None and all(type(d) is int for d in (*want, *updates.shape)) \
+                and tuple(updates.shape) != want:
+            raise ctx.error(f"updates have shape {list(updates.shape)}; indices {list(indices.shape)} into data "
+                            f"{list(data.shape)} need {list(want)}")
+    elif ctx.op_type == "ScatterElements" and _same_rank(ctx, data, indices, "the indices"):
+        axis = normalize_axis(ctx, ctx.attr("axis", 0), len(data.shape))
+        check_indices(ctx, indices, [data.shape[axis]], f"axis {axis}")
+        if updates is not None and updates.shape is not None and all(type(d) is int for d in (*indices.shape, *updates.shape)) \
+                and tuple(updates.shape) != tuple(indices.shape):
+            raise ctx.error(f"updates have shape {list(updates.shape)}; the indices have {list(indices.shape)}")
 
 
 @rule("ScatterND", "ScatterElements", "Scatter", "EyeLike", since=1)
@@ -44,6 +100,7 @@ def same_as_data(ctx):
     data = ctx.input(0)
     if data is None:
         return None
+    _scatter_checks(ctx, data)
     dtype = data.dtype
     if ctx.op_type == "EyeLike":
         dtype = ctx.attr("dtype", data.dtype)
@@ -107,6 +164,8 @@ def one_hot(ctx):
     if depth is not None and depth.value is not None and depth.value.size == 1:
         v = depth.value.reshape(-1)[0]
         d = as_dim(v) if depth.value.dtype == object else (int(v) if float(v).is_integer() else None)
+        if isinstance(v, (int, float, np.integer, np.floating)) and float(v) <= 0:
+            raise ctx.error(f"depth is {v}; it must be positive")  # (onnxruntime: refused at load, or fails every run)
     r = len(indices.shape) + 1
     axis = normalize_axis(ctx, ctx.attr("axis", -1), r)
     out = list(indices.shape)
@@ -148,6 +207,10 @@ def non_zero(ctx):
     data = ctx.input(0)
     if data is None or data.shape is None:
         return [Fact(dtype=INT64)]
+    if not data.shape:
+        # the spec's [0, n] for a scalar; onnxruntime reads a scalar as one element: [1, n]
+        raise CannotDecide("off-spec-input", "the input is a scalar, whose indices the spec and onnxruntime "
+                                             "shape differently")
     return [Fact(dtype=INT64, shape=(len(data.shape), ctx.fresh("nonzero")))]
 
 
@@ -209,6 +272,9 @@ def einsum(ctx):
             for ch in term.replace("...", ""):
                 counts[ch] = counts.get(ch, 0) + 1
         rhs = ("..." if ellipses else "") + "".join(sorted(ch for ch, c in counts.items() if c == 1))
+    letters_out = [ch for ch in rhs.replace("...", "") if not ch.isspace()]
+    if len(set(letters_out)) != len(letters_out):  # (onnxruntime fails every run: "repeated letters")
+        raise ctx.error(f"the output of {eq!r} repeats a letter")
     out = []
     i = 0
     while i < len(rhs):

@@ -9,7 +9,7 @@ from onnx import TensorProto
 
 from ..facts import Fact
 from ..registry import rule
-from ._util import normalize_axis
+from ._util import int_entries, normalize_axis
 
 SAME_SHAPE = (
     "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Log",
@@ -44,7 +44,25 @@ def same_shape(ctx):
     if axis_rule is not None and out.shape is not None:
         since, before, after = axis_rule
         normalize_axis(ctx, ctx.attr("axis", after if ctx.version >= since else before), len(out.shape))
+    if ctx.op_type == "CumSum" and out.shape is not None:
+        axis = int_entries(ctx.input(1))
+        if axis is not None and len(axis) == 1:  # (the same in every run: outside the axes, every run fails)
+            normalize_axis(ctx, axis[0], len(out.shape))
     return [out]
+
+
+def check_scale_shape(ctx, data, k: int, what: str) -> None:
+    """Every run fails where input ``k`` (a normalization's scale or bias) of static dims does
+    not broadcast to the data's static shape (onnxruntime: "Scale and (optional) bias must match
+    X.shape[axis:] or be broadcastable to it")."""
+    param = ctx.input(k) if ctx.has_input(k) else None
+    if data is None or data.shape is None or param is None or param.shape is None:
+        return
+    if len(param.shape) > len(data.shape):
+        raise ctx.error(f"the {what} has rank {len(param.shape)}, more than the input's {len(data.shape)}")
+    for p, d in zip(reversed(param.shape), reversed(data.shape)):
+        if type(p) is int and type(d) is int and p != 1 and p != d:
+            raise ctx.error(f"the {what} {list(param.shape)} does not broadcast to the input {list(data.shape)}")
 
 
 @rule(*_BOOL_OUT, since=9)
@@ -93,6 +111,8 @@ def layer_norm(ctx):
     data = ctx.input(0)
     if data is None:
         return None
+    check_scale_shape(ctx, data, 1, "scale")
+    check_scale_shape(ctx, data, 2, "bias")
     outs = [Fact(dtype=data.dtype, shape=data.shape)]
     if len(ctx.node.output) > 1:
         stash = ctx.attr("stash_type", TensorProto.FLOAT)
@@ -104,3 +124,9 @@ def layer_norm(ctx):
             reduced = tuple(data.shape[:axis]) + (1,) * (r - axis)
         outs.extend(Fact(dtype=stash, shape=reduced) for _ in ctx.node.output[1:])
     return outs
+
+
+@rule("RMSNormalization", since=23)
+def rms_norm(ctx):
+    """As LayerNormalization's: one output, a scale and no bias."""
+    return layer_norm(ctx)

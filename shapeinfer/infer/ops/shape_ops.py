@@ -38,6 +38,7 @@ from ...semantics import INT_RANGES, as_python_slice, slice_range, slice_runtime
 from ..facts import (FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, as_dim, elementwise, is_unknown, obj_array,
                      value_from_numpy)
 from ..registry import rule
+from .indexing import check_indices
 from ._util import (dims_value, fit_integer_value, int_entries, normalize_axis, prod, small_shape, value_entries,
                     zero_implies_zero)
 
@@ -140,6 +141,7 @@ def gather(ctx):
     axis = normalize_axis(ctx, ctx.attr("axis", 0), r)
     out_shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
     value = None
+    check_indices(ctx, indices, [data.shape[axis]], f"axis {axis}")
     idx = int_entries(indices)
     if data.value is not None and idx is not None:
         n = data.value.shape[axis]
@@ -357,6 +359,10 @@ def squeeze(ctx):
         return None
     axes, _ = _axes(ctx, 13, 1)
     r = len(data.shape)
+    if axes is not None and not len(axes) and ctx.version >= 13 and ctx.has_input(1):
+        # an empty axes tensor: the spec does not say; onnxruntime squeezes every dim of size 1
+        # with optimisations off, and nothing where its optimizer folds a static input first
+        raise CannotDecide("off-spec-input", "the axes (input 1) are an empty tensor, which runtimes read differently")
     if axes is None:
         if (ctx.version >= 13 and ctx.has_input(1)) or not all(isinstance(d, int) for d in data.shape):
             return None
@@ -453,6 +459,8 @@ def range_(ctx):
     if any(v is None or v is UNKNOWN for v in vals):
         return [Fact(dtype=dtype, shape=(ctx.fresh("range"),))]
     if all(isinstance(v, (np.floating, float)) for v in vals) and dtype in FLOAT_TYPES:
+        if vals[2] == 0:
+            raise ctx.error("delta is 0")
         return [_float_range(ctx, dtype, vals)]
     dims = [as_dim(v) for v in vals]
     if any(d is None for d in dims) or dtype not in INT_RANGES:
@@ -665,6 +673,13 @@ def split(ctx):
     sizes = list(sizes) if sizes else None
     if sizes is None and (ctx.version < 2 or ctx.version >= 13) and ctx.has_input(1):
         sizes = value_entries(ctx.input(1))
+        if sizes is not None and not sizes:
+            # an empty split tensor: not the spec's lengths. onnxruntime's load refuses it where
+            # it knows the split dim; else its kernel reads it as absent (equal parts)
+            if type(d) is int:
+                raise ctx.error(f"the split sizes (input 1) are an empty tensor, for {n} outputs")
+            raise CannotDecide("off-spec-input", "the split sizes (input 1) are an empty tensor, which onnxruntime "
+                                                 "reads as no sizes (equal parts)")
         if sizes is None:  # sizes computed at run time: each part's dim along the axis unknown
             sizes = [None] * n
     if sizes is None:
