@@ -634,7 +634,15 @@ def _run_rule_models(model):
         cases.append((f"quantize-scale-[{dims}]-block{block}", 21 if block else 13,
                       f"s = Constant<value: tensor = float[{dims}] {{{', '.join(['0.5'] * n)}}}>() "
                       f"q = QuantizeLinear<{attrs}>(x, s) y = DequantizeLinear<{attrs}>(q, s)"))
-    return [(name, model(f"g (float[2,4] x) => (float[] y) {{ {body} }}", opset), dict(x)) for name, opset, body in cases]
+    out = [(name, model(f"g (float[2,4] x) => (float[] y) {{ {body} }}", opset), dict(x)) for name, opset, body in cases]
+    for mode in ("linear", "cubic", "nearest"):  # the layouts onnxruntime's interpolation takes (known scales)
+        for sc in ("2", "2,2", "1,2,2", "2,2,2", "1,1,2,2", "1,2,2,1", "2,1,2,2", "1,2,1,2", "1,1,2,2,2", "1,2,2,2,1"):
+            r = sc.count(",") + 1
+            out.append((f"resize-{mode}-[{sc}]", model(f"g (float[{','.join(['2'] * r)}] x) => (float[] y) {{ s = Constant<"
+                                                        f"value: tensor = float[{r}] {{{sc}}}>() y = Resize<mode: string = "
+                                                        f"\"{mode}\">(x, , s) }}", 18),
+                        {"x": np.ones([2] * r, np.float32)}))
+    return out
 
 
 def _tolerated_models(model):
