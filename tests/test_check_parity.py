@@ -635,6 +635,20 @@ def _run_rule_models(model):
                       f"s = Constant<value: tensor = float[{dims}] {{{', '.join(['0.5'] * n)}}}>() "
                       f"q = QuantizeLinear<{attrs}>(x, s) y = DequantizeLinear<{attrs}>(q, s)"))
     out = [(name, model(f"g (float[2,4] x) => (float[] y) {{ {body} }}", opset), dict(x)) for name, opset, body in cases]
+    for op, attr, words in (("Conv", "auto_pad", ("VALID", "SAME_UPPER", "valid", "bogus\\xff")),
+                            ("MaxPool", "auto_pad", ("NOTSET", "SAME_LOWER", "same")),
+                            ("Pad", "mode", ("reflect", "edge", "wrap", "bogus")),
+                            ("Resize", "mode", ("cubic", "linear", "bilinear"))):
+        for word in words:
+            args = {"Conv": "x, w", "MaxPool": "x", "Pad": "x, p", "Resize": "x, , s"}[op]
+            extra = ", kernel_shape: ints = [1, 1]" if op == "MaxPool" else ""
+            m = model(f"g (float[1,1,2,2] x) => (float[] y) {{ w = Constant<value: tensor = float[1,1,1,1] {{1}}>() "
+                      "p = Constant<value: tensor = int64[8] {0, 0, 1, 1, 0, 0, 1, 1}>() "
+                      "s = Constant<value: tensor = float[4] {1, 1, 2, 2}>() "
+                      f"y = {op}<{attr}: string = \"placeholder\"{extra}>({args}) }}", 19)
+            node = next(n for n in m.graph.node if n.op_type == op)
+            next(a for a in node.attribute if a.name == attr).s = word.encode("utf-8").replace(b"\\xff", b"\xff")
+            out.append((f"{op.lower()}-{attr}-{word}", m, {"x": np.ones([1, 1, 2, 2], np.float32)}))
     for mode in ("linear", "cubic", "nearest"):  # the layouts onnxruntime's interpolation takes (known scales)
         for sc in ("2", "2,2", "1,2,2", "2,2,2", "1,1,2,2", "1,2,2,1", "2,1,2,2", "1,2,1,2", "1,1,2,2,2", "1,2,2,2,1"):
             r = sc.count(",") + 1

@@ -213,7 +213,7 @@ def _conv_transpose(node, shape: ShapeOf) -> Optional[Dim]:
 def _einsum(node, shape: ShapeOf) -> Optional[Dim]:
     eq = _attr(node, "equation")
     if isinstance(eq, bytes):
-        eq = eq.decode()
+        eq = eq.decode(errors="replace")
     if not eq or len(node.input) < 2:
         return 0 if len(node.input) < 2 else None
     lhs = eq.replace(" ", "").split("->")[0]

@@ -380,7 +380,7 @@ def bit_shift(attrs, inputs, version):
     allowed = UNSIGNED_INTS if version < 28 else INTS
     x, y = _operands("BitShift", inputs, version, allowed)
     direction = attrs.get("direction")
-    direction = direction.decode() if isinstance(direction, bytes) else direction
+    direction = direction.decode(errors="replace") if isinstance(direction, bytes) else direction
     if direction not in ("LEFT", "RIGHT"):
         raise FoldError(f"direction {direction!r} is neither LEFT nor RIGHT")
     bits = 8 * x.dtype.itemsize

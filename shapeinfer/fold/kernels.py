@@ -387,7 +387,7 @@ def _pad_value(x, given):
 def pad(attrs, inputs, version):
     x = inputs[0]
     mode = attrs.get("mode", "constant")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = mode.decode(errors="replace") if isinstance(mode, bytes) else mode
     if version < 11:
         pads = [int(v) for v in attrs.get("pads" if version >= 2 else "paddings", [])]
         value = attrs.get("value", 0.0)
@@ -465,7 +465,7 @@ def depth_to_space(attrs, inputs, version):
     if c % (bs * bs):
         raise FoldError(f"{c} channels do not divide by blocksize^2 = {bs * bs}")
     mode = attrs.get("mode", "DCR") if version >= 11 else "DCR"
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = mode.decode(errors="replace") if isinstance(mode, bytes) else mode
     if mode == "DCR":
         t = x.reshape(b, bs, bs, c // (bs * bs), h, w).transpose(0, 3, 4, 1, 5, 2)
     elif mode == "CRD":
@@ -483,7 +483,7 @@ def space_to_depth(attrs, inputs, version):
     if h % bs or w % bs:
         raise FoldError(f"{h}x{w} does not divide by blocksize {bs}")
     mode = attrs.get("mode", "DCR") if version >= 28 else "DCR"  # (opset 28 adds the mode)
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = mode.decode(errors="replace") if isinstance(mode, bytes) else mode
     blocks = x.reshape(b, c, h // bs, bs, w // bs, bs)
     if mode == "DCR":  # depth: the block row, the block column, then the channel
         t = blocks.transpose(0, 3, 5, 1, 2, 4)

@@ -141,6 +141,10 @@ _WORDS = {
     ("GridSample", "padding_mode"): ((16, ("zeros", "border", "reflection")),),
     ("BitShift", "direction"): ((11, ("LEFT", "RIGHT")),),
     **{(op, "direction"): ((1, ("forward", "reverse", "bidirectional")),) for op in ("RNN", "GRU", "LSTM")},
+    **{(op, "auto_pad"): ((1, ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")),)
+       for op in ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool")},
+    ("Pad", "mode"): ((1, ("constant", "reflect", "edge")), (19, ("constant", "reflect", "edge", "wrap"))),
+    ("Resize", "mode"): ((10, ("nearest", "linear")), (11, ("nearest", "linear", "cubic"))),
 }
 # the activations an RNN, a GRU and an LSTM take per direction (onnxruntime's kernels check the count)
 _ACTIVATIONS_PER_DIRECTION = {"RNN": 1, "GRU": 2, "LSTM": 3}

@@ -36,7 +36,7 @@ def _spatial_params(ctx, n: int, kernel):
     pads = list(ctx.attr("pads") or [0] * (2 * n))
     auto_pad = ctx.attr("auto_pad", b"NOTSET")
     if isinstance(auto_pad, bytes):
-        auto_pad = auto_pad.decode()
+        auto_pad = auto_pad.decode(errors="replace")
     if len(strides) != n or len(dilations) != n or len(pads) != 2 * n or len(kernel) != n:
         raise ctx.error(f"kernel, strides, dilations and pads do not match {n} spatial dims")
     return strides, dilations, pads, auto_pad

@@ -234,7 +234,7 @@ def einsum(ctx):
     facts = [ctx.input(i) for i in range(len(ctx.node.input))]
     if eq is None or any(f is None or f.shape is None for f in facts):
         return None
-    eq = (eq.decode() if isinstance(eq, bytes) else eq).replace(" ", "")
+    eq = (eq.decode(errors="replace") if isinstance(eq, bytes) else eq).replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(facts):

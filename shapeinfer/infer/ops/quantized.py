@@ -197,7 +197,7 @@ def dynamic_quantize_lstm(ctx):
     dtype = dtype_of(ctx, 0)
     direction = ctx.attr("direction", b"forward")
     if isinstance(direction, bytes):
-        direction = direction.decode()
+        direction = direction.decode(errors="replace")
     dirs = 2 if direction == "bidirectional" else 1
     hidden = ctx.attr("hidden_size")
     if not isinstance(hidden, int):
