@@ -710,6 +710,17 @@ def _tolerated_models(model):
     out.append(("upsample-10", model("g (float[1,1,2,2] x) => (float[] y) { s = Constant<value: tensor = float[4] "
                                      "{1, 1, 2, 2}>() y = Upsample<mode: string = \"nearest\">(x, s) }", 10),
                 {"x": np.ones([1, 1, 2, 2], np.float32)}))
+    for typed in (True, False):  # a SequenceMap body output without a type: onnxruntime refuses it
+        by = helper.make_tensor_value_info("by", TensorProto.FLOAT, None) if typed else onnx.ValueInfoProto(name="by")
+        body = helper.make_graph([helper.make_node("Relu", ["bx"], ["by"])], "b",
+                                 [helper.make_tensor_value_info("bx", TensorProto.FLOAT, None)], [by])
+        g = helper.make_graph([helper.make_node("SequenceConstruct", ["x", "x"], ["s"]),
+                               helper.make_node("SequenceMap", ["s"], ["t"], body=body),
+                               helper.make_node("ConcatFromSequence", ["t"], ["z"], axis=0)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+        out.append((f"sequencemap-body-typed-{typed}", helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)],
+                                                                        ir_version=8), x2))
     for elem in (TensorProto.COMPLEX64, TensorProto.COMPLEX128, 999):
         g = helper.make_graph([helper.make_node("Identity", ["x"], ["z"])], "g", [helper.make_tensor_value_info("x", elem, [2])],
                               [helper.make_tensor_value_info("z", elem, [2])])

@@ -159,6 +159,16 @@ def _runtime_refusals(m: ModelProto, report: CheckReport) -> set:
                 report.add(ERROR, "missing-type", f"{vi.name!r} is declared a tensor of element type 0 (undefined): "
                            "onnxruntime refuses the model (\"Invalid tensor data type 0\"); declare its type or no type")
                 break
+    for body_owner, where in _bodies(m):
+        for n in body_owner.node:
+            if n.op_type != "SequenceMap" or n.domain not in ("", "ai.onnx"):
+                continue
+            body = next((a.g for a in n.attribute if a.name == "body" and a.HasField("g")), None)
+            untyped = [vi.name for vi in (body.output if body is not None else ()) if vi.type.WhichOneof("value") is None]
+            if untyped:
+                report.add(ERROR, "missing-type", f"the body of SequenceMap{where} declares output {untyped[0]!r} without a "
+                           "type: onnxruntime builds the output sequence from it and refuses the model",
+                           node_label(n), n.op_type)
     g = m.graph
     read = {i for n in g.node for i in n.input}
     for what, name, elem in [*(("graph input", vi.name, vi.type.tensor_type.elem_type) for vi in (*g.input, *g.output)
