@@ -469,6 +469,11 @@ def _load_rule_models():
                           f"<float[{wdims}] w> {{ w = Reshape(wf, ws) y = Conv(x, w) }}"),
                     {"x": one([1, 1, 4, 4], np.float32), "wf": one([n], np.float32),
                      "ws": np.array([int(d) for d in wdims.split(",")], np.int64)}))
+    out.append(("branch-name-shadows-declared-output",  # (onnx's inference matches them; onnxruntime does not)
+                model("g (float[3] x) => (float[] y, float[3] z) { c = Constant<value: tensor = bool {1}>() "
+                      "y = If(c) <then_branch: graph = tb () => (float[] t2) { z = Constant<value: tensor = float {3}>() "
+                      "t2 = Mul(x, z) }, else_branch: graph = eb () => (float[] o2) { o2 = Abs(x) }> z = Relu(x) }", 13),
+                {"x": one([3], np.float32)}))
     out.append(("declared-intermediate-contradicted",  # (onnxruntime merges it leniently, and warns)
                 model("g (float[2,3] x) => (float[] y) <float[5,5] t> { t = Transpose(x) y = Relu(t) }"),
                 {"x": one([2, 3], np.float32)}))
@@ -575,6 +580,13 @@ def _load_rule_models():
                                                             opset), {"x": one([2, 2], np.float32)}))
     out.extend(_run_rule_models(model))
     out.extend(_tolerated_models(model))
+    for op, gates in (("RNN", 1), ("GRU", 3), ("LSTM", 4)):  # layout 1: the spec's; onnxruntime's CPU kernels lack it
+        for layout in (0, 1):
+            out.append((f"{op.lower()}-layout{layout}",
+                        model(f"g (float[1,4,5] x, float[1,{4 * gates},5] w, float[1,{4 * gates},4] r) => (float[] y) "
+                              f"{{ y = {op}<hidden_size: int = 4, layout: int = {layout}>(x, w, r) }}", 14),
+                        {"x": one([1, 4, 5], np.float32), "w": one([1, 4 * gates, 5], np.float32),
+                         "r": one([1, 4 * gates, 4], np.float32)}))
     for where in ("value_info", "output", "none"):
         m = model("g (float[2] a) => (float[2] y) { t = Relu(a) y = Relu(t) }")
         undefined = helper.make_tensor_value_info("t" if where == "value_info" else "y", TensorProto.UNDEFINED, [2])
@@ -649,6 +661,15 @@ def _run_rule_models(model):
             node = next(n for n in m.graph.node if n.op_type == op)
             next(a for a in node.attribute if a.name == attr).s = word.encode("utf-8").replace(b"\\xff", b"\xff")
             out.append((f"{op.lower()}-{attr}-{word}", m, {"x": np.ones([1, 1, 2, 2], np.float32)}))
+    for dims in ("1,1,0", "0,1,3", "1,1,3", "1,1,0,3", "1,0,3"):  # an empty channel or window input fails every run
+        for op in ("Conv", "MaxPool", "GlobalAveragePool", "ConvTranspose"):
+            r = dims.count(",") + 1
+            args = "x, w" if op.startswith("Conv") else "x"
+            attrs = f"<kernel_shape: ints = [{', '.join(['1'] * (r - 2))}]>" if not op.startswith("Global") else ""
+            out.append((f"{op.lower()}-input-[{dims}]",
+                        model(f"g (float[{dims}] x) => (float[] y) {{ w = Constant<value: tensor = float[{','.join(['1'] * r)}] "
+                              f"{{1}}>() y = {op}{attrs}({args}) }}", 18),
+                        {"x": np.ones([int(d) for d in dims.split(",")], np.float32)}))
     for mode in ("linear", "cubic", "nearest"):  # the layouts onnxruntime's interpolation takes (known scales)
         for sc in ("2", "2,2", "1,2,2", "2,2,2", "1,1,2,2", "1,2,2,1", "2,1,2,2", "1,2,1,2", "1,1,2,2,2", "1,2,2,2,1"):
             r = sc.count(",") + 1
