@@ -409,6 +409,33 @@ def _qdq_refusals(m: ModelProto, result, report: CheckReport) -> None:
                 break
 
 
+def _resize_layout_refusals(m: ModelProto, result, report: CheckReport) -> None:
+    """onnxruntime's CPU Resize interpolates linearly over 2 or 3 dims, 4 with the batch scale 1
+    and the channel's (NCHW) or the last one's (NHWC) 1, 5 with the outer two 1, and cubically
+    over 2 dims or 4 laid out so; other known scales it refuses when it creates the kernel. The
+    spec allows any rank: the model is valid and this runtime lacks it (no-kernel)."""
+    for n in m.graph.node:
+        if n.op_type != "Resize" or n.domain not in ("", "ai.onnx") or len(n.input) < 3 or not n.input[2]:
+            continue
+        attrs = {a.name: a for a in n.attribute}
+        mode = attrs["mode"].s.decode(errors="replace") if "mode" in attrs else "nearest"
+        if mode not in ("linear", "cubic") or "axes" in attrs or ("antialias" in attrs and attrs["antialias"].i):
+            continue
+        fact = result.facts.get(n.input[2])
+        if fact is None or fact.value is None or fact.value.dtype == object or fact.value.ndim != 1 or not fact.value.size:
+            continue
+        scales = [float(v) for v in fact.value]
+        r = len(scales)
+        four = r == 4 and scales[0] == 1 and (scales[1] == 1 or scales[3] == 1)
+        if four or r == 2 or (mode == "linear" and (r == 3 or (r == 5 and scales[0] == scales[1] == 1))):
+            continue
+        takes = ("2 dims, or 4 with the outer scales 1" if mode == "cubic" else
+                 "2 to 5 dims, the outer ones (4-D: N and C or N and the last; 5-D: N and C) with scale 1")
+        report.add(ERROR, "no-kernel", f"{mode} interpolation with scales {scales}: {runtime_table().release}'s CPU "
+                   f"Resize interpolates {takes}, and refuses the model (another provider may run it)",
+                   node_label(n), n.op_type)
+
+
 _WINDOWED = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool",
                        "GlobalLpPool"})
 
@@ -503,6 +530,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     _expanded_function_refusals(m, result, report)
     _qdq_refusals(m, result, report)
     _empty_window_refusals(m, result, report)
+    _resize_layout_refusals(m, result, report)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),

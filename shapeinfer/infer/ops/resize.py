@@ -136,24 +136,6 @@ def _given(ctx, i):
     return f if f is not None else Fact()
 
 
-def _interpolation_layout(ctx, scales: list) -> None:
-    """onnxruntime's linear and cubic Resize interpolate over the inner dims of a few layouts
-    only, and refuse other scales when they are known: linear over 2 or 3 dims, 4 with the batch
-    scale 1 and the channel's (NCHW) or the last one's (NHWC) 1, 5 with the outer two 1; cubic
-    over 2 dims, or 4 laid out as linear's."""
-    mode = ctx.attr("mode", b"nearest")
-    mode = mode.decode(errors="replace") if isinstance(mode, bytes) else mode
-    if mode not in ("linear", "cubic") or any(s is None for s in scales):
-        return
-    r = len(scales)
-    four = r == 4 and scales[0] == 1 and (scales[1] == 1 or scales[3] == 1)
-    fits = four or (r == 2) or (mode == "linear" and (r == 3 or (r == 5 and scales[0] == scales[1] == 1)))
-    if not fits:
-        raise ctx.error(f"{mode} interpolation with scales {list(scales)}: onnxruntime interpolates "
-                        + ("2 or 4 dims (the outer 4-D scales 1)" if mode == "cubic" else
-                           "2 to 5 dims, the outer ones (4-D: N and C or N and the last; 5-D: N and C) with scale 1"))
-
-
 @rule("Resize", since=11)
 def resize_v11(ctx):
     scales_fact, sizes_fact = _given(ctx, 2), _given(ctx, 3)
@@ -179,8 +161,6 @@ def resize_v11(ctx):
                 raise ctx.error(f"{what} has {f.shape[0]} entries for {want} axes")
     sizes = value_entries(sizes_fact) if sizes_fact is not None else None
     scales = _float_entries(scales_fact) if scales_fact is not None and sizes_fact is None else None
-    if scales is not None and axes is None and not ctx.attr("antialias", 0):
-        _interpolation_layout(ctx, scales)
     if sizes is None and scales is None:
         if data is None or data.shape is None:  # (the sizes or scales are computed at run time: keep the rank)
             return None
