@@ -436,17 +436,19 @@ def _resize_layout_refusals(m: ModelProto, result, report: CheckReport) -> None:
                    node_label(n), n.op_type)
 
 
-_WINDOWED = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool",
-                       "GlobalLpPool"})
+_WINDOWED = frozenset({"Conv", "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
 
 
 def _empty_window_refusals(m: ModelProto, result, report: CheckReport) -> None:
-    """A convolution or pooling whose input has a channel or spatial dim that is 0 in every run
-    and a batch that is not: onnxruntime's kernels fail every run of it (an empty batch, which
-    a symbolic batch may be, they run)."""
+    """A convolution or pooling without pads whose input has a channel or spatial dim that is 0
+    in every run and a batch that is not: onnxruntime's kernels fail every run of it (an empty
+    batch, which a symbolic batch may be, they run; a padded Conv, or a ConvTranspose, may make
+    an output from it)."""
     for n in m.graph.node:
         if n.op_type not in _WINDOWED or n.domain not in ("", "ai.onnx") or not n.input:
             continue
+        if any(a.name == "pads" and any(a.ints) for a in n.attribute):
+            continue  # (padded, an empty window input may still make an output: Conv runs it)
         fact = result.facts.get(n.input[0])
         if fact is not None and fact.shape and type(fact.shape[0]) is int and fact.shape[0] > 0 \
                 and any(type(d) is int and d == 0 for d in fact.shape[1:]):  # (an empty batch runs)
@@ -642,7 +644,6 @@ def _type_errors(model: ModelProto, report: CheckReport) -> None:
     repeated here: shapeinfer's own rules say them with symbols."""
     view = inference_view(model)
     text = _inference_errors(view)
-    shape_hits = []
     for hit in _INFERENCE_ERROR.finditer(text):
         op, node, kind, message = hit.group("op"), hit.group("node") or "", hit.group("kind") or "", hit.group("message")
         types = _ELEM_TYPES.search(message)
@@ -662,23 +663,17 @@ def _type_errors(model: ModelProto, report: CheckReport) -> None:
                 continue
             report.add(ERROR, "type-error", f"{message.strip()} (onnx type inference; onnxruntime refuses the model)",
                        node, op)
-        elif not any(lenient in message for lenient in _LENIENT_MERGE) and not message.startswith(_NESTED):
-            shape_hits.append((op, node, message.strip()))
     # Other shape complaints are not findings: a declared shape is the declared-shape findings'
     # business, and onnxruntime runs models onnx's inference refuses (a Reshape of an empty
     # tensor, a TopK with k past a dim that is 0 only at some sizes): shapeinfer's own rules
     # say which node breaks and for which sizes.
-    data_prop = False
-    if not shape_hits and _declares_huge_dims(model):
+    if _shape_complaints(text):
+        _declared_refusals(model, view, report)
+    elif _declares_huge_dims(model):
         # onnxruntime's load follows shape values through Shape, Add, ... as onnx's data
         # propagation does; a declared dim near int64's end overflows there. (Not run for every
         # model: onnx's propagation can take much memory on large values.)
-        data_prop = True
-        shape_hits = [(h.group("op"), h.group("node") or "", h.group("message").strip())
-                      for h in _INFERENCE_ERROR.finditer(_inference_errors(view, data_prop=True))
-                      if "overflow" in h.group("message")]
-    if shape_hits:
-        _declared_refusals(model, view, shape_hits, report, data_prop)
+        _declared_refusals(model, view, report, data_prop=True)
 
 
 HUGE_DIM = 2 ** 40  # a declared dim this large: shape arithmetic on it may overflow int64
@@ -713,26 +708,50 @@ def _inference_errors(view: ModelProto, data_prop: bool = False) -> str:
     return ""
 
 
-def _declared_refusals(model: ModelProto, view: ModelProto, hits: list, report: CheckReport,
-                       data_prop: bool = False) -> None:
+def _declared_refusals(model: ModelProto, view: ModelProto, report: CheckReport, data_prop: bool = False) -> None:
     """The shape complaints of onnx's strict inference that the main graph's declared value_info
     and output shapes cause: onnxruntime's load merges those declarations into what it knows of
-    each tensor, as onnx's inference does, and refuses a node whose inference rule rejects them
-    (a Softmax of a tensor value_info declares rank 0; a Conv whose weight is declared with
-    another spatial rank than its input). shapeinfer's own inference does not take a declared
-    dim for an intermediate tensor as a fact, so these are found by running onnx's inference
-    again without the declarations: what it rejects only with them is a refusal."""
+    each tensor and refuses a node whose inference rule rejects them (a Softmax of a tensor
+    value_info declares rank 0; a Conv whose weight is declared with another spatial rank than
+    its input). It merges leniently: where its inference knows a dim, that dim wins over the
+    declared one; a declaration fills in only what inference does not know. shapeinfer's own
+    inference does not take a declared dim for an intermediate tensor as a fact, so these are
+    found with onnx's inference: run without the declarations, then with them merged so, what it
+    rejects only in the second run is a refusal."""
+    from onnx.shape_inference import InferenceError, infer_shapes
+
     bare = ModelProto()
     bare.CopyFrom(view)
     for vi in (*bare.graph.value_info, *bare.graph.output):
         if vi.type.HasField("tensor_type"):
             vi.type.tensor_type.ClearField("shape")
-    without = {(h.group("op"), h.group("node") or "", h.group("message").strip())
-               for h in _INFERENCE_ERROR.finditer(_inference_errors(bare, data_prop))}
+    without = set(_shape_complaints(_inference_errors(bare, data_prop)))
+    try:
+        seen = infer_shapes(bare, strict_mode=False, data_prop=data_prop).graph
+    except (InferenceError, ValueError, RuntimeError):
+        return
+    inferred = {vi.name: vi.type.tensor_type.shape for vi in (*seen.value_info, *seen.output)
+                if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
+    merged = ModelProto()
+    merged.CopyFrom(view)
+    for vi in (*merged.graph.value_info, *merged.graph.output):
+        known = inferred.get(vi.name)
+        if known is None or not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims) != len(known.dim):
+            vi.type.tensor_type.shape.CopyFrom(known)  # (a rank inference knows wins)
+            continue
+        for d, k in zip(dims, known.dim):
+            if k.HasField("dim_value"):
+                d.Clear()
+                d.dim_value = k.dim_value
     declared = {vi.name: vi for vi in (*model.graph.value_info, *model.graph.output)}
     nodes = {(n.op_type, n.name): n for n in model.graph.node}
-    for op, node, message in hits:
+    for op, node, message in _shape_complaints(_inference_errors(merged, data_prop)):
         if (op, node, message) in without or any(op == o and message.startswith(m) for o, m in _NOT_AT_LOAD):
+            continue
+        if data_prop and "overflow" not in message:
             continue
         n = nodes.get((op, node))
         read = [declared[i] for i in (n.input if n is not None else ()) if i in declared]
@@ -740,6 +759,20 @@ def _declared_refusals(model: ModelProto, view: ModelProto, hits: list, report: 
                          if vi.type.tensor_type.HasField("shape"))
         report.add(ERROR, "shape-error", f"{message} -- onnxruntime's load takes the shapes the model declares"
                    f"{f' ({said})' if said else ''} and refuses the node", node, op)
+
+
+def _shape_complaints(text: str) -> list:
+    """(op, node, message) of each shape complaint of onnx's strict inference about a node of the
+    main graph: not a type complaint, not a lenient merge, not one about a node in a subgraph."""
+    out = []
+    for hit in _INFERENCE_ERROR.finditer(text):
+        op, node, kind, message = hit.group("op"), hit.group("node") or "", hit.group("kind") or "", hit.group("message")
+        if kind == "TypeInferenceError" or "inconsistent type" in message or "type" in message.split(":")[0] \
+                or _ELEM_TYPES.search(message) or message.startswith(_NESTED) \
+                or any(lenient in message for lenient in _LENIENT_MERGE):
+            continue
+        out.append((op, node, message.strip()))
+    return out
 
 
 def _has_external_data(m: ModelProto) -> bool:
