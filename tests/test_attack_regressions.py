@@ -800,3 +800,17 @@ def test_inputs_runtimes_read_their_own_way_are_neither_shaped_nor_folded(case):
     for default_level in (False, True):
         want, got = _session(m, default_level).run(None, feeds), _session(out, default_level).run(None, feeds)
         assert all(w.shape == g.shape and np.array_equal(w, g) for w, g in zip(want, got)), (case, default_level)
+
+
+def test_a_branch_failure_onnxruntime_sees_is_an_error_with_nodes_of_domain_ai_onnx():
+    """A model importing both "" and "ai.onnx" with a node of domain "ai.onnx": onnx's inference
+    found no schema under that name and saw nothing, so a branch failure onnxruntime's load sees
+    (a MatMul of a constant [1,1] by [2,2]) was missed (long run, seed 4918)."""
+    m = parser.parse_model('<ir_version: 8, opset_import: ["" : 18, "ai.onnx" : 18]> g (float x2) => (float[?,?] y) '
+                           '<float[1,1] c = {1}, int64[1] m1 = {-1}> { r = ai.onnx.Reshape(c, m1)  s = Shape(c)'
+                           '  d = Reshape(c, s)  n = Size(d)  k = Cast<to = 9>(n)'
+                           '  y = If(k) <else_branch = e () => (float[] b) { w = Constant<value = float[2,2] {1,1,1,1}>()'
+                           '  b = MatMul(d, w) }, then_branch = t () => (float[] g) { g = Identity(d) }> }')
+    assert not _loads(m)
+    errors = shapeinfer.check(m).errors
+    assert errors and errors[0].op == "MatMul", errors

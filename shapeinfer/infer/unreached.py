@@ -145,7 +145,22 @@ def inference_view(model: ModelProto) -> ModelProto:
         for vi in graph.output:
             if vi.type.HasField("tensor_type"):
                 vi.type.tensor_type.ClearField("shape")
+    _unaliased(view)
     return view
+
+
+def _unaliased(view: ModelProto) -> None:
+    """Nodes of domain "ai.onnx" read as the default domain, as onnxruntime reads them (onnx's
+    inference finds no schema under that name when the model imports both)."""
+    imports = {o.domain: o.version for o in view.opset_import}
+    if "ai.onnx" not in imports:
+        return
+    if "" not in imports:
+        view.opset_import.add(domain="", version=imports["ai.onnx"])
+    for nodes in [g.node for g in graphs_of(view)] + [f.node for f in view.functions]:
+        for n in nodes:
+            if n.domain == "ai.onnx":
+                n.domain = ""
 
 
 def _elements(t) -> int:
