@@ -579,6 +579,13 @@ def _load_rule_models():
             out.append((f"opset{opset}-{op.lower()}", model(f"g (float[2,2] x) => (float[] y) {{ y = {op}{attrs}({args}) }}",
                                                             opset), {"x": one([2, 2], np.float32)}))
     out.extend(_run_rule_models(model))
+    for to in ("float", "int64", "bool"):  # a constant string cast to a number: strtod/strtol must read one
+        for text in ("1.5", "abc", "1abc", " 2", "inf", "", "true", ".5"):
+            t = helper.make_tensor("c", TensorProto.STRING, [1], [text.encode()])
+            g = helper.make_graph([helper.make_node("Cast", ["c"], ["y"], to=getattr(TensorProto, to.upper()))], "g", [],
+                                  [helper.make_tensor_value_info("y", getattr(TensorProto, to.upper()), [1])], [t])
+            out.append((f"cast-string-{text!r}-to-{to}", helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)],
+                                                                          ir_version=9), {}))
     out.extend(_tolerated_models(model))
     for op, gates in (("RNN", 1), ("GRU", 3), ("LSTM", 4)):  # layout 1: the spec's; onnxruntime's CPU kernels lack it
         for layout in (0, 1):

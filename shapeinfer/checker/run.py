@@ -436,6 +436,41 @@ def _resize_layout_refusals(m: ModelProto, result, report: CheckReport) -> None:
                    node_label(n), n.op_type)
 
 
+MAX_STRINGS_READ = 10_000  # of a constant, for _string_cast_refusals
+_FLOAT_PREFIX = re.compile(r"\s*[+-]?(\d|\.\d|inf|nan)", re.IGNORECASE)  # what strtod reads a number from
+_INT_PREFIX = re.compile(r"\s*[+-]?\d")  # ... and strtol
+
+
+def _string_cast_refusals(m: ModelProto, result, report: CheckReport) -> None:
+    """A Cast of constant strings to a number or bool where a string starts with no number:
+    onnxruntime parses each as C's strtod (strtol for integers and bool) would -- "1abc" is 1 --
+    and fails every run on one it cannot read ("abc", "", "true")."""
+    numeric = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
+    g = m.graph
+    inputs = {i.name for i in g.input}
+    strings = {t.name: t for t in g.initializer if t.data_type == onnx.TensorProto.STRING and t.name not in inputs}
+    for n in g.node:
+        if n.op_type == "Constant" and n.output:
+            value = next((a.t for a in n.attribute if a.name == "value" and a.HasField("t")), None)
+            if value is not None and value.data_type == onnx.TensorProto.STRING:
+                strings[n.output[0]] = value
+    if not strings:
+        return
+    for n in g.node:
+        if n.op_type != "Cast" or n.domain not in ("", "ai.onnx") or not n.input or n.input[0] not in strings:
+            continue
+        to = next((a.i for a in n.attribute if a.name == "to"), None)
+        prefix = _FLOAT_PREFIX if to in numeric else _INT_PREFIX if to in INT_TYPES or to == onnx.TensorProto.BOOL else None
+        if prefix is None:
+            continue
+        for v in strings[n.input[0]].string_data[:MAX_STRINGS_READ]:
+            text = v.decode(errors="replace")
+            if not prefix.match(text):
+                report.add(ERROR, "shape-error", f"the constant string {text[:40]!r} holds no number to cast to "
+                           f"{dtype_name(to)}: onnxruntime fails every run", node_label(n), n.op_type)
+                break
+
+
 _WINDOWED = frozenset({"Conv", "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
 
 
@@ -533,6 +568,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
     _qdq_refusals(m, result, report)
     _empty_window_refusals(m, result, report)
     _resize_layout_refusals(m, result, report)
+    _string_cast_refusals(m, result, report)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),
