@@ -434,7 +434,11 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
               help="Check this many models in parallel processes.")
 @click.option("--strict", is_flag=True, help="Warnings (unknown dims, conditional shapes, ...) count as errors.")
 @click.option("--assume-nonempty", is_flag=True, help="Assume no tensor is empty (see `shapeinfer infer --help`).")
-def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty):
+@click.option("--include-empty", is_flag=True,
+              help="Also report size warnings that only an empty tensor (a dim of 0) breaks; left out by default. "
+                   "Unlike --assume-nonempty, which infers as if no tensor could be empty, this changes only which "
+                   "warnings are shown.")
+def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty, include_empty):
     """Validate MODEL... for CI: onnx.checker, structure and full shape inference.
 
     \b
@@ -447,7 +451,8 @@ def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty):
     dest = None
     if output is not None:  # never a model checked, nor a data file one reads
         dest = resolve_destination(output, _files_check_reads(model_paths, output))
-    reports = check_many(list(model_paths), strict=strict, assume_nonempty=assume_nonempty, jobs=jobs)
+    reports = check_many(list(model_paths), strict=strict, assume_nonempty=assume_nonempty, include_empty=include_empty,
+                         jobs=jobs)
     text = {"text": render_text, "json": render_json, "junit": render_junit}[fmt](reports)
     if output:
         write_bytes(dest, text.encode("utf-8"), ".tmp")

@@ -446,3 +446,15 @@ def test_a_call_of_a_local_function_the_model_does_not_define_is_an_error():
     assert "undefined-function" in _codes(report, "error") and report.exit_code == 1, report.findings
     m.graph.node[0].op_type = "G"  # (the function it defines: fine)
     assert "undefined-function" not in _codes(check(m))
+
+
+def test_size_warnings_only_an_empty_tensor_breaks_are_left_out_unless_asked_for():
+    """The corpus's GPT-2 export: its warnings hold only where seq is 0 (an empty tensor). By
+    default check leaves them out and says how many; --include-empty (include_empty) shows them.
+    A Reshape that runs only on an empty input stays (test above): no non-empty size runs it."""
+    path = os.path.join(os.path.dirname(__file__), "..", "fixtures", "corpus", "gpt2_classic.onnx")
+    shown, every = check(path), check(path, include_empty=True)
+    assert every.warnings and all("=0" in f.message.split(":")[0] for f in every.warnings)
+    assert not shown.warnings and shown.empty_only == len(every.warnings)
+    assert "only where a tensor is empty" in shown.summary()
+    assert not any("iszero" in f.message or "bcast" in f.message for f in shown.findings)

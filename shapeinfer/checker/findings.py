@@ -37,6 +37,7 @@ class CheckReport:
     strict: bool = False
     unreadable: bool = False
     assume_nonempty: bool = False
+    empty_only: int = 0  # size warnings left out: only an empty tensor breaks them (check's include_empty)
 
     def __post_init__(self) -> None:
         self.path = as_text(self.path)
@@ -64,12 +65,14 @@ class CheckReport:
 
     def summary(self) -> str:
         state = "unreadable" if self.unreadable else ("ok" if self.ok else "FAILED")
-        return (f"{self.path}: {state} -- {len(self.errors)} error(s), {len(self.warnings)} warning(s), "
+        hidden = f" (+{self.empty_only} only where a tensor is empty: --include-empty)" if self.empty_only else ""
+        return (f"{self.path}: {state} -- {len(self.errors)} error(s), {len(self.warnings)} warning(s){hidden}, "
                 f"{self.nodes} nodes, {self.seconds:.2f} s")
 
     def as_dict(self) -> dict:
         return {"model": self.path, "ok": self.ok, "exit_code": self.exit_code, "nodes": self.nodes,
-                "errors": len(self.errors), "warnings": len(self.warnings), "seconds": round(self.seconds, 3),
+                "errors": len(self.errors), "warnings": len(self.warnings), "empty_only": self.empty_only,
+                "seconds": round(self.seconds, 3),
                 "findings": [f.as_dict() for f in self.findings]}
 
 

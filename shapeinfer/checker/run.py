@@ -75,8 +75,19 @@ from .tolerances import runtime_op_nodes, tolerated, unsorted_body
 __all__ = ["CheckReport", "Finding", "check", "check_many", "exit_code", "render_json", "render_junit", "render_text"]
 
 
-def check(model, *, strict: bool = False, assume_nonempty: bool = False, name: Optional[str] = None) -> CheckReport:
-    """Check one model (a path or a ModelProto); never raises for a bad model: see the findings."""
+# Warnings about sizes: kept by default only where they hold at sizes with no empty tensor
+SIZE_CODES = frozenset({"forced-broadcast", "conditional-shape", "declared-shape"})
+
+
+def check(model, *, strict: bool = False, assume_nonempty: bool = False, include_empty: bool = False,
+          name: Optional[str] = None) -> CheckReport:
+    """Check one model (a path or a ModelProto); never raises for a bad model: see the findings.
+
+    A warning about sizes (SIZE_CODES) that only an empty tensor breaks is left out unless
+    ``include_empty``: the model is checked again with no tensor empty, and such a warning is
+    kept where that check finds it too, in its words (which need no zero case). Unlike
+    ``assume_nonempty``, nothing else changes: errors, and every other finding, are the
+    model's as it is."""
     if not isinstance(model, (str, os.PathLike, ModelProto)):
         raise TypeError(f"expected a path or an onnx.ModelProto, got {type(model).__name__}")
     t0 = time.perf_counter()
@@ -84,6 +95,9 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, name: O
     report = CheckReport(path=name or path or "<model>", strict=strict, assume_nonempty=assume_nonempty)
     try:
         _check(model, path, report, assume_nonempty)
+        if not include_empty and not assume_nonempty and any(f.code in SIZE_CODES and f.severity == WARNING
+                                                              for f in report.findings):
+            _drop_empty_only(model, path, report)
     except ModelLoadError as e:
         report.unreadable = not getattr(e, "invalid_model", False)
         report.add(ERROR, getattr(e, "code", "unreadable"), str(e))
@@ -94,6 +108,27 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, name: O
                    "please report it")
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _drop_empty_only(model, path, report: CheckReport) -> None:
+    """Leave out the size warnings no non-empty size breaks (see check); count them."""
+    nonempty = CheckReport(path=report.path, assume_nonempty=True)
+    _check(model, path, nonempty, True)
+    kept: dict = {}
+    for f in nonempty.findings:
+        if f.code in SIZE_CODES and f.severity == WARNING:
+            kept.setdefault((f.code, f.node), []).append(f)
+    broken = {f.node for f in nonempty.findings if f.severity == ERROR}  # (no non-empty size runs it: kept)
+    findings = []
+    for f in report.findings:
+        if f.code in SIZE_CODES and f.severity == WARNING and f.node not in broken:
+            same = kept.get((f.code, f.node))
+            if not same:
+                report.empty_only += 1
+                continue
+            f = same.pop(0)
+        findings.append(f)
+    report.findings = findings
 
 
 @functools.lru_cache(maxsize=1)
@@ -832,10 +867,12 @@ class _in_folder:
             os.chdir(self.back)
 
 
-def check_many(paths: list, *, strict: bool = False, assume_nonempty: bool = False, jobs: int = 1) -> list:
+def check_many(paths: list, *, strict: bool = False, assume_nonempty: bool = False, include_empty: bool = False,
+               jobs: int = 1) -> list:
     """Reports for several models, in the order given; ``jobs`` > 1 uses that many processes."""
+    options = dict(strict=strict, assume_nonempty=assume_nonempty, include_empty=include_empty)
     if jobs <= 1 or len(paths) <= 1:
-        return [check(p, strict=strict, assume_nonempty=assume_nonempty) for p in paths]
+        return [check(p, **options) for p in paths]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -848,7 +885,7 @@ def check_many(paths: list, *, strict: bool = False, assume_nonempty: bool = Fal
     else:
         mp = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=mp) as pool:
-        futures = [pool.submit(check, p, strict=strict, assume_nonempty=assume_nonempty) for p in paths]
+        futures = [pool.submit(check, p, **options) for p in paths]
         return [f.result() for f in futures]
 
 
