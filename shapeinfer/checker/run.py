@@ -64,12 +64,12 @@ from ..infer.result import InferenceResult
 from ..infer.unreached import inference_view, load_time_static, load_time_valued, or_not_run, readable_by_onnx_inference, running_clause
 from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
 from ..modelio.load import load_model
-from ..symbolic import Bcast, Sym, atoms
+from ..symbolic import Bcast, EvaluationError, Sym, atoms, evaluate
 from ..symbolic.search import binding_str, counterexample, holds, relevant
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
 from .runtime import table as runtime_table
 from .render import render_json, render_junit, render_text
-from .shapes import broadcast_condition, declared_shapes, declared_str, per_node
+from .shapes import broadcast_condition, declared_shapes, declared_str, per_node, spoken
 from .tolerances import runtime_op_nodes, tolerated, unsorted_body
 
 __all__ = ["CheckReport", "Finding", "check", "check_many", "exit_code", "render_json", "render_junit", "render_text"]
@@ -640,7 +640,8 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
                 report.add(WARNING, "forced-broadcast", f"{where}: broadcasting holds only "
                            f"when {broadcast_condition((a, b))}", d.node_name, d.op_type)
             else:
-                report.add(WARNING, "conditional-shape", f"{where}: {d.message}", d.node_name, d.op_type)
+                report.add(WARNING, "conditional-shape", f"{where}: {_spoken_condition(d.message, a, b, example)}",
+                           d.node_name, d.op_type)
         elif d.kind == "opset-implied":
             continue  # onnx.checker's complaint says it (missing-opset-import)
         elif d.kind == "unknown-op" and d.node_name in refused:
@@ -652,6 +653,18 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
         _onnx_checks(m, base_dir, report, result.facts)
     declared_shapes(result, report, engine)
     per_node(m.graph, result, report, nonempty)
+
+
+def _spoken_condition(message: str, a, b, example: dict) -> str:
+    """A condition's message as a user reads it: where its dims hold an internal term or run
+    long (spoken), their values at the failing sizes instead of the expressions."""
+    if spoken(a) is not None and spoken(b) is not None:
+        return message
+    what = message.split(" (", 1)[1].rstrip(")") if " (" in message else "the two sides"
+    try:
+        return f"valid only when {what} agree, which at those sizes are {evaluate(a, example)} and {evaluate(b, example)}"
+    except EvaluationError:
+        return f"valid only when {what} agree, which they do not at those sizes"
 
 
 MAX_CHECKER_ROUNDS = 12

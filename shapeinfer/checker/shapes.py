@@ -7,8 +7,8 @@ from ..errors import ModelLoadError
 from ..graph.structure import implicit_inputs, node_label
 from ..infer.facts import shape_str
 from ..infer.protos import declared_size
-from ..symbolic import (Bcast, Expr, Max, Min, Sym, as_single_atom, atoms, bounds, free_symbols, provably_positive, sub,
-                        to_str)
+from ..symbolic import (Bcast, EvaluationError, Expr, IsZero, Max, Min, Sym, as_single_atom, atoms, bounds, evaluate,
+                        free_symbols, provably_positive, sub, to_str)
 from ..symbolic.search import binding_str, broadcasts, counterexample, holds, relevant
 from .findings import ERROR, HUGE_ELEMENTS, INT64_MAX, WARNING, CheckReport
 
@@ -68,10 +68,30 @@ def _only_for_some(report: CheckReport, vi, axis: int, ours, theirs, spelled: st
     example = counterexample((ours, theirs), holds("equal", ours, theirs))
     if example is None:
         return False
-    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {declared_str(vi.type.tensor_type)}, but dim "
-               f"{axis} is {to_str(ours)}: equal to {spelled} only for some sizes (not for {binding_str(example)})"
+    said = spoken(ours)
+    if said is not None:
+        what = f"dim {axis} is {said}: equal to {spelled} only for some sizes (not for {binding_str(example)})"
+    else:  # (an expression no user would read: its value where it differs instead)
+        try:
+            what = (f"dim {axis} differs from {spelled} at some sizes: at {binding_str(example)} it is "
+                    f"{evaluate(ours, example)}, not {evaluate(theirs, example)}")
+        except EvaluationError:
+            what = f"dim {axis} differs from {spelled} at some sizes (at {binding_str(example)})"
+    report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {declared_str(vi.type.tensor_type)}, but {what}"
                f"{_DECLARED_NOTE}", node, op)
     return True
+
+
+SPOKEN_LENGTH = 60  # characters: a longer dim expression is told by its value at an example
+
+
+def spoken(dim):
+    """How a message writes a dim: its expression, or None where that holds an internal term
+    (iszero, bcast) or is past SPOKEN_LENGTH characters."""
+    text = to_str(dim)
+    if len(text) > SPOKEN_LENGTH or any(isinstance(a, (Bcast, IsZero)) for a in atoms(dim)):
+        return None
+    return text
 
 
 def _never(ours, theirs: int) -> bool:
