@@ -470,3 +470,15 @@ def test_no_corpus_finding_spells_an_internal_term_or_a_size_zero_case():
         for f in check(path).findings:
             assert "iszero" not in f.message and "bcast" not in f.message, (path, f.message)
             assert not any(part.strip().endswith("=0") for part in f.message.split(":")[0].split(",")), (path, f.message)
+
+
+def test_a_baked_in_sequence_length_is_never_said_to_fail_for_every_size():
+    """[batch,seq,32] -> [0,5,4,8]: it runs at seq=5, a size no probe tries; the message names
+    failing sizes, never "every size" (probing proves no such thing)."""
+    m = onnx.parser.parse_model('<ir_version: 8, opset_import: ["" : 18]> g (float[batch,seq,32] x) => '
+                                '(float[batch,seq,4,8] y) { s = Constant<value = int64[4] {0, 5, 4, 8}>() y = Reshape(x, s) }')
+    for kw in ({}, {"include_empty": True}, {"assume_nonempty": True}):
+        found = [f for f in check(m, **kw).findings if f.code == "conditional-shape"]
+        assert found and found[0].message.startswith("fails for ") and "every size" not in found[0].message, (kw, found)
+    # (with batch=0 allowed, "fails for batch=1" is what the probes can say: naming seq=5 as the one
+    # size that runs needs the condition solved -- the input contract, not done yet)

@@ -102,7 +102,11 @@ def relevant(dims, binding: dict, holds, nonempty=()) -> dict:
     rng = random.Random(len(dropped))
     if not all(fails({**binding, **{n: rng.choice(VARIED) for n in dropped}}) for _ in range(16)):
         return binding
-    return {n: v for n, v in binding.items() if n not in dropped}
+    kept = {n: v for n, v in binding.items() if n not in dropped}
+    # Probing proves nothing: with every symbol dropped the message would say "every size",
+    # which a size no probe tried may belong to (seq=5 of a Reshape that bakes it in). The
+    # failing sizes themselves are said instead.
+    return kept if kept else binding
 
 
 def _fails_outright(holds, binding) -> bool:
