@@ -94,10 +94,10 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, include
     path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
     report = CheckReport(path=name or path or "<model>", strict=strict, assume_nonempty=assume_nonempty)
     try:
-        _check(model, path, report, assume_nonempty)
+        m = _check(model, path, report, assume_nonempty)
         if not include_empty and not assume_nonempty and any(f.code in SIZE_CODES and f.severity == WARNING
                                                               for f in report.findings):
-            _drop_empty_only(model, path, report)
+            _drop_empty_only(m, path, report)
     except ModelLoadError as e:
         report.unreadable = not getattr(e, "invalid_model", False)
         report.add(ERROR, getattr(e, "code", "unreadable"), str(e))
@@ -110,15 +110,19 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, include
     return report
 
 
-def _drop_empty_only(model, path, report: CheckReport) -> None:
-    """Leave out the size warnings no non-empty size breaks (see check); count them."""
+def _drop_empty_only(m: ModelProto, path, report: CheckReport) -> None:
+    """Leave out the size warnings no non-empty size breaks (see check); count them. The second
+    inference (no tensor empty) reads the model already loaded and skips what does not depend
+    on sizes -- onnx.checker and onnxruntime's load-time refusals, whose errors the first
+    report holds."""
     nonempty = CheckReport(path=report.path, assume_nonempty=True)
-    _check(model, path, nonempty, True)
+    _check(m, path, nonempty, True, sizes_only=True, loaded=True)
     kept: dict = {}
     for f in nonempty.findings:
         if f.code in SIZE_CODES and f.severity == WARNING:
             kept.setdefault((f.code, f.node), []).append(f)
-    broken = {f.node for f in nonempty.findings if f.severity == ERROR}  # (no non-empty size runs it: kept)
+    # (a node no non-empty size runs, or that onnxruntime refuses: its size warnings stay)
+    broken = {f.node for r in (report, nonempty) for f in r.findings if f.severity == ERROR}
     findings = []
     for f in report.findings:
         if f.code in SIZE_CODES and f.severity == WARNING and f.node not in broken:
@@ -194,16 +198,6 @@ def _runtime_refusals(m: ModelProto, report: CheckReport) -> set:
                 report.add(ERROR, "missing-type", f"{vi.name!r} is declared a tensor of element type 0 (undefined): "
                            "onnxruntime refuses the model (\"Invalid tensor data type 0\"); declare its type or no type")
                 break
-    for body_owner, where in _bodies(m):
-        for n in body_owner.node:
-            if n.op_type != "SequenceMap" or n.domain not in ("", "ai.onnx"):
-                continue
-            body = next((a.g for a in n.attribute if a.name == "body" and a.HasField("g")), None)
-            untyped = [vi.name for vi in (body.output if body is not None else ()) if vi.type.WhichOneof("value") is None]
-            if untyped:
-                report.add(ERROR, "missing-type", f"the body of SequenceMap{where} declares output {untyped[0]!r} without a "
-                           "type: onnxruntime builds the output sequence from it and refuses the model",
-                           node_label(n), n.op_type)
     g = m.graph
     read = {i for n in g.node for i in n.input}
     for what, name, elem in [*(("graph input", vi.name, vi.type.tensor_type.elem_type) for vi in (*g.input, *g.output)
@@ -227,6 +221,8 @@ def _runtime_refusals(m: ModelProto, report: CheckReport) -> set:
         for n in g.node:
             if (n.domain, n.op_type, getattr(n, "overload", "")) in functions or n.domain in local_domains:
                 continue  # (a call of the model's own function; a missing one: _undefined_local_calls)
+            if n.op_type == "SequenceMap" and n.domain in ("", "ai.onnx"):
+                _untyped_sequence_map_body(n, where, report)
             domain = "" if n.domain == "ai.onnx" else n.domain
             if domain not in rt.domains:
                 why = f"no operator set {rt.release} runs defines domain {n.domain!r}, nor do the model's functions"
@@ -250,6 +246,14 @@ def _runtime_refusals(m: ModelProto, report: CheckReport) -> set:
                            "inlines the function and refuses the graph", n.name, n.op_type)
                 break
     return reported
+
+
+def _untyped_sequence_map_body(n, where: str, report: CheckReport) -> None:
+    body = next((a.g for a in n.attribute if a.name == "body" and a.HasField("g")), None)
+    untyped = [vi.name for vi in (body.output if body is not None else ()) if vi.type.WhichOneof("value") is None]
+    if untyped:
+        report.add(ERROR, "missing-type", f"the body of SequenceMap{where} declares output {untyped[0]!r} without a "
+                   "type: onnxruntime builds the output sequence from it and refuses the model", node_label(n), n.op_type)
 
 
 def _kernel_refusals(m: ModelProto, result, report: CheckReport, refused: set) -> None:
@@ -280,14 +284,14 @@ def _constant_names(g) -> set:
     return names | {o for n in g.node if n.op_type == "Constant" for o in n.output}
 
 
-def _topk_refusals(m: ModelProto, result, report: CheckReport) -> None:
+def _topk_refusals(m: ModelProto, result, report: CheckReport, nodes) -> None:
     """TopK asking more elements than an axis onnxruntime's load knows to be static holds, with
     a constant k: its load-time inference refuses the model, even where the tensor is empty
     (which the shape rule lets run: onnxruntime runs an empty one where its load does not know
     the dims)."""
-    g = m.graph
-    if not any(n.op_type == "TopK" for n in g.node):
+    if not nodes:
         return
+    g = m.graph
     known = load_time_static(m, result.facts)
     for vi in g.input:  # (a dim declared as a number: the others unknown, None)
         tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
@@ -295,8 +299,8 @@ def _topk_refusals(m: ModelProto, result, report: CheckReport) -> None:
             known[vi.name] = (tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
                                     for d in tt.shape.dim), 0)  # (-1, as some exporters write: dynamic)
     constants = _constant_names(g)
-    for n in g.node:
-        if n.op_type != "TopK" or n.domain not in ("", "ai.onnx") or not n.input or n.input[0] not in known:
+    for n in nodes:
+        if not n.input or n.input[0] not in known:
             continue
         dims = known[n.input[0]][0]
         axis = next((a.i for a in n.attribute if a.name == "axis"), -1)
@@ -313,24 +317,26 @@ def _topk_refusals(m: ModelProto, result, report: CheckReport) -> None:
                        "static when onnxruntime loads the model: it refuses it", node_label(n), n.op_type)
 
 
-def _shape_rank_refusals(m: ModelProto, result, report: CheckReport) -> None:
+def _shape_rank_refusals(m: ModelProto, result, report: CheckReport, nodes) -> None:
     """Expand or ConstantOfShape whose shape input is not 1-D and whose values onnxruntime's
     load does not know (computed through a Reshape, say): its load-time inference checks the
     rank and refuses the model. (Known values of another rank it reads in order and runs: the
     engine's off-spec warning.)"""
     g = m.graph
-    wanted = [(n, 1 if n.op_type == "Expand" else 0) for n in g.node
-              if n.op_type in ("Expand", "ConstantOfShape") and n.domain in ("", "ai.onnx")]
-    if not wanted:
-        return
-    valued = load_time_valued(m, result.facts) | _constant_names(g)
-    for n, k in wanted:
+    inputs = {i.name for i in g.input}  # (a graph input: the engine's shape-error says it)
+    wanted = []
+    for n in nodes:
+        k = 1 if n.op_type == "Expand" else 0
         name = n.input[k] if len(n.input) > k else ""
         fact = result.facts.get(name) if name else None
-        if name in valued or fact is None or fact.shape is None or len(fact.shape) == 1:
+        if fact is not None and fact.shape is not None and len(fact.shape) != 1 and name not in inputs:
+            wanted.append((n, k, name, fact))
+    if not wanted:
+        return  # (onnx's inference, which load_time_valued runs, only where a shape is not 1-D)
+    valued = load_time_valued(m, result.facts) | _constant_names(g)
+    for n, k, name, fact in wanted:
+        if name in valued:
             continue
-        if any(i.name == name for i in g.input):
-            continue  # (a graph input: the engine's shape-error says it)
         report.add(ERROR, "shape-error", f"the shape (input {k}) has rank {len(fact.shape)}, and its values are not "
                    "known when onnxruntime loads the model: its inference wants a 1-D shape and refuses the model",
                    node_label(n), n.op_type)
@@ -353,8 +359,9 @@ def _expanded_function_refusals(m: ModelProto, result, report: CheckReport) -> N
     version = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), None)
     if version is None or not rt.kernel_versions:
         return
+    reported = {f.node for f in report.findings if f.severity == ERROR}
     for n in m.graph.node:
-        if n.domain not in ("", "ai.onnx") or node_label(n) in _reported_nodes(report):
+        if n.domain not in ("", "ai.onnx") or node_label(n) in reported:
             continue
         try:
             schema = onnx.defs.get_schema(n.op_type, version, "")
@@ -402,11 +409,7 @@ def _expanded_function_refusals(m: ModelProto, result, report: CheckReport) -> N
                 continue
 
 
-def _reported_nodes(report: CheckReport) -> set:
-    return {f.node for f in report.findings if f.severity == ERROR}
-
-
-def _qdq_refusals(m: ModelProto, result, report: CheckReport) -> None:
+def _qdq_refusals(m: ModelProto, result, report: CheckReport, nodes) -> None:
     """QuantizeLinear/DequantizeLinear (opset 13 on) whose static scale or zero point does not
     fit the static input: one element (per tensor), the size of ``axis`` (per axis), or the
     input's shape with ``axis`` counted in blocks of ``block_size``. onnxruntime fails every run
@@ -414,8 +417,8 @@ def _qdq_refusals(m: ModelProto, result, report: CheckReport) -> None:
     version = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 0)
     if version < 13:
         return
-    for n in m.graph.node:
-        if n.op_type not in ("QuantizeLinear", "DequantizeLinear") or n.domain not in ("", "ai.onnx") or len(n.input) < 2:
+    for n in nodes:
+        if len(n.input) < 2:
             continue
         x, scale = (result.facts.get(n.input[k]) for k in (0, 1))
         if x is None or scale is None or x.shape is None or scale.shape is None \
@@ -444,13 +447,13 @@ def _qdq_refusals(m: ModelProto, result, report: CheckReport) -> None:
                 break
 
 
-def _resize_layout_refusals(m: ModelProto, result, report: CheckReport) -> None:
+def _resize_layout_refusals(result, report: CheckReport, nodes) -> None:
     """onnxruntime's CPU Resize interpolates linearly over 2 or 3 dims, 4 with the batch scale 1
     and the channel's (NCHW) or the last one's (NHWC) 1, 5 with the outer two 1, and cubically
     over 2 dims or 4 laid out so; other known scales it refuses when it creates the kernel. The
     spec allows any rank: the model is valid and this runtime lacks it (no-kernel)."""
-    for n in m.graph.node:
-        if n.op_type != "Resize" or n.domain not in ("", "ai.onnx") or len(n.input) < 3 or not n.input[2]:
+    for n in nodes:
+        if len(n.input) < 3 or not n.input[2]:
             continue
         attrs = {a.name: a for a in n.attribute}
         mode = attrs["mode"].s.decode(errors="replace") if "mode" in attrs else "nearest"
@@ -476,7 +479,7 @@ _FLOAT_PREFIX = re.compile(r"\s*[+-]?(\d|\.\d|inf|nan)", re.IGNORECASE)  # what 
 _INT_PREFIX = re.compile(r"\s*[+-]?\d")  # ... and strtol
 
 
-def _string_cast_refusals(m: ModelProto, result, report: CheckReport) -> None:
+def _string_cast_refusals(m: ModelProto, report: CheckReport, constants, casts) -> None:
     """A Cast of constant strings to a number or bool where a string starts with no number:
     onnxruntime parses each as C's strtod (strtol for integers and bool) would -- "1abc" is 1 --
     and fails every run on one it cannot read ("abc", "", "true")."""
@@ -484,15 +487,15 @@ def _string_cast_refusals(m: ModelProto, result, report: CheckReport) -> None:
     g = m.graph
     inputs = {i.name for i in g.input}
     strings = {t.name: t for t in g.initializer if t.data_type == onnx.TensorProto.STRING and t.name not in inputs}
-    for n in g.node:
-        if n.op_type == "Constant" and n.output:
+    for n in constants:
+        if n.output:
             value = next((a.t for a in n.attribute if a.name == "value" and a.HasField("t")), None)
             if value is not None and value.data_type == onnx.TensorProto.STRING:
                 strings[n.output[0]] = value
     if not strings:
         return
-    for n in g.node:
-        if n.op_type != "Cast" or n.domain not in ("", "ai.onnx") or not n.input or n.input[0] not in strings:
+    for n in casts:
+        if not n.input or n.input[0] not in strings:
             continue
         to = next((a.i for a in n.attribute if a.name == "to"), None)
         prefix = _FLOAT_PREFIX if to in numeric else _INT_PREFIX if to in INT_TYPES or to == onnx.TensorProto.BOOL else None
@@ -509,13 +512,13 @@ def _string_cast_refusals(m: ModelProto, result, report: CheckReport) -> None:
 _WINDOWED = frozenset({"Conv", "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
 
 
-def _empty_window_refusals(m: ModelProto, result, report: CheckReport) -> None:
+def _empty_window_refusals(result, report: CheckReport, nodes) -> None:
     """A convolution or pooling without pads whose input has a channel or spatial dim that is 0
     in every run and a batch that is not: onnxruntime's kernels fail every run of it (an empty
     batch, which a symbolic batch may be, they run; a padded Conv, or a ConvTranspose, may make
     an output from it)."""
-    for n in m.graph.node:
-        if n.op_type not in _WINDOWED or n.domain not in ("", "ai.onnx") or not n.input:
+    for n in nodes:
+        if not n.input:
             continue
         if any(a.name == "pads" and any(a.ints) for a in n.attribute):
             continue  # (padded, an empty window input may still make an output: Conv runs it)
@@ -526,13 +529,11 @@ def _empty_window_refusals(m: ModelProto, result, report: CheckReport) -> None:
                        f"run: onnxruntime's {n.op_type} fails on it", node_label(n), n.op_type)
 
 
-def _dilated_same_refusals(m: ModelProto, report: CheckReport) -> None:
+def _dilated_same_refusals(report: CheckReport, nodes) -> None:
     """A Conv with auto_pad SAME_UPPER or SAME_LOWER and a dilation above 1: the spec defines
     it; onnxruntime's CPU Conv loads it and fails every run ("Dilation not supported for
     AutoPadType::SAME_UPPER or SAME_LOWER")."""
-    for n in m.graph.node:  # (in a branch or body, only where that code runs: not judged here)
-        if n.op_type != "Conv" or n.domain not in ("", "ai.onnx"):
-            continue
+    for n in nodes:  # (main-graph nodes: in a branch or body, only where that code runs -- not judged)
         attrs = {a.name: a for a in n.attribute}
         pad = attrs["auto_pad"].s if "auto_pad" in attrs else b""
         if pad in (b"SAME_UPPER", b"SAME_LOWER") and "dilations" in attrs and any(v > 1 for v in attrs["dilations"].ints):
@@ -541,15 +542,15 @@ def _dilated_same_refusals(m: ModelProto, report: CheckReport) -> None:
                        "or SAME_LOWER\"); give explicit pads instead", node_label(n), n.op_type)
 
 
-def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport) -> None:
+def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport, nodes) -> None:
     """Integer Div or Mod by a constant (an initializer, a Constant node) that holds 0: undefined
     in the spec; onnxruntime reads such a divisor when it creates the kernel and refuses the
     model. (A divisor computed at run time it loads; the run divides by zero.)"""
-    g = m.graph
-    constants = _constant_names(g)
-    for n in g.node:
-        if n.op_type not in ("Div", "Mod") or n.domain not in ("", "ai.onnx") or len(n.input) < 2 \
-                or n.input[1] not in constants:
+    if not nodes:
+        return
+    constants = _constant_names(m.graph)
+    for n in nodes:
+        if len(n.input) < 2 or n.input[1] not in constants:
             continue
         fact = result.facts.get(n.input[1])
         if fact is None or fact.dtype not in INT_TYPES or fact.value is None:
@@ -559,13 +560,18 @@ def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport) -> None:
                        "and onnxruntime refuses the model when it creates the kernel", node_label(n), n.op_type)
 
 
-def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
-    if path is not None:
+def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: bool = False,
+           loaded: bool = False) -> ModelProto:
+    """The findings of ``model`` (read from ``path`` unless ``loaded``) into ``report``; returns
+    the model read. ``sizes_only``: the walk and the size findings, without onnx.checker and the
+    load-time refusals (what _drop_empty_only needs of a second inference)."""
+    base_dir = os.path.dirname(os.path.abspath(path)) if path is not None else None
+    if loaded:
+        m = model
+    elif path is not None:
         m = load_model(path)  # refuses unsafe or missing external data too
-        base_dir = os.path.dirname(os.path.abspath(path))
     else:
         m = model
-        base_dir = None
         check_external_data(m, None)
     report.nodes = len(m.graph.node)
     structural = False
@@ -576,7 +582,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
         report.add(WARNING, "initializer", f"initializer {name!r}: {why}; nothing reads it, so onnxruntime drops it and "
                    "loads the model (other tools may refuse it)")
     if structural and any(f.code == "not-a-dag" for f in report.findings):
-        return  # no order to walk in
+        return m  # no order to walk in
     for name, node in shadowed_names(m.graph):
         report.add(WARNING, "shadowed-initializer", f"{shadowing_message(name)}; rename one of them (shapeinfer "
                    "optimize declines such a model)", node_label(node), node.op_type)
@@ -592,18 +598,10 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
         engine.run()
     except ShapeInferenceError as e:  # not per node (e.g. a cycle inside a subgraph)
         report.add(ERROR, "shape-error", e.rule, e.node_name, e.op_type)
-        return
+        return m
     result = InferenceResult(m, engine)
-    _kernel_refusals(m, result, report, refused)
-    _topk_refusals(m, result, report)
-    _zero_divisor_refusals(m, result, report)
-    _dilated_same_refusals(m, report)
-    _shape_rank_refusals(m, result, report)
-    _expanded_function_refusals(m, result, report)
-    _qdq_refusals(m, result, report)
-    _empty_window_refusals(m, result, report)
-    _resize_layout_refusals(m, result, report)
-    _string_cast_refusals(m, result, report)
+    if not sizes_only:
+        _load_refusals(m, result, report, refused)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),
@@ -649,10 +647,30 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool) -> None:
         else:
             severity, code = codes.get(d.kind, (WARNING, "inference-fallback"))
             report.add(severity, code, d.message, d.node_name, d.op_type)
-    if not structural:
+    if not structural and not sizes_only:
         _onnx_checks(m, base_dir, report, result.facts)
     declared_shapes(result, report, engine)
     per_node(m.graph, result, report, nonempty)
+    return m
+
+
+def _load_refusals(m: ModelProto, result, report: CheckReport, refused: set) -> None:
+    """What onnxruntime refuses at load, or fails every run of, beyond the nodes' rules: the
+    main graph's nodes of the ONNX domains read once, grouped by op, each check given its ops."""
+    by_op: dict = {}
+    for n in m.graph.node:
+        if n.domain in ("", "ai.onnx"):
+            by_op.setdefault(n.op_type, []).append(n)
+    _kernel_refusals(m, result, report, refused)
+    _topk_refusals(m, result, report, by_op.get("TopK", ()))
+    _zero_divisor_refusals(m, result, report, by_op.get("Div", []) + by_op.get("Mod", []))
+    _dilated_same_refusals(report, by_op.get("Conv", ()))
+    _shape_rank_refusals(m, result, report, by_op.get("Expand", []) + by_op.get("ConstantOfShape", []))
+    _expanded_function_refusals(m, result, report)
+    _qdq_refusals(m, result, report, by_op.get("QuantizeLinear", []) + by_op.get("DequantizeLinear", []))
+    _empty_window_refusals(result, report, [n for op in _WINDOWED for n in by_op.get(op, ())])
+    _resize_layout_refusals(result, report, by_op.get("Resize", ()))
+    _string_cast_refusals(m, report, by_op.get("Constant", ()), by_op.get("Cast", ()))
 
 
 def _spoken_condition(message: str, a, b, example: dict) -> str:

@@ -53,7 +53,7 @@ def structure_problems(model: ModelProto, io: Optional[list] = None) -> list:
                              node_label(node) if node is not None else "", node.op_type if node is not None else ""))
     known = set(onnx.TensorProto.DataType.values())
     for g in graphs_of(model):
-        for name, message in _initializer_input_conflicts(g):
+        for message in _initializer_input_conflicts(g):
             found.append(Problem("initializer", message, "", ""))
         for vi in (*g.input, *g.output, *g.value_info):
             elem = _declared_elem(vi.type)
@@ -103,8 +103,8 @@ def _type_name(elem_type: int) -> str:
     return onnx.TensorProto.DataType.Name(elem_type).lower() if known else f"element type {elem_type}"
 
 
-def _initializer_input_conflicts(graph) -> Iterator[tuple]:
-    """(name, why) for each initializer that a graph input of the same name declares with
+def _initializer_input_conflicts(graph) -> Iterator[str]:
+    """Why, for each initializer that a graph input of the same name declares with
     another element type, rank or numeric dim: onnxruntime refuses the model ("Type Error:
     Shape of initializer ... does not match"); a symbolic or unknown declared dim matches any."""
     if not graph.initializer or not graph.input:
@@ -117,16 +117,16 @@ def _initializer_input_conflicts(graph) -> Iterator[tuple]:
         tt = vi.type.tensor_type
         stored = f"{_type_name(t.data_type)} {list(t.dims)}"
         if tt.elem_type and t.data_type and tt.elem_type != t.data_type:
-            yield vi.name, (f"initializer {as_text(vi.name)!r} is {stored}, but the graph input of that name is "
-                            f"declared {_type_name(tt.elem_type)}: onnxruntime refuses the model (the types must match)")
+            yield (f"initializer {as_text(vi.name)!r} is {stored}, but the graph input of that name is "
+                   f"declared {_type_name(tt.elem_type)}: onnxruntime refuses the model (the types must match)")
         elif tt.HasField("shape"):
             dims = list(tt.shape.dim)
             if len(dims) != len(t.dims) or any(d.HasField("dim_value") and d.dim_value >= 0 and d.dim_value != n
                                                for d, n in zip(dims, t.dims)):
                 declared = "[" + ",".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
                                           for d in dims) + "]"
-                yield vi.name, (f"initializer {as_text(vi.name)!r} is {stored}, but the graph input of that name is "
-                                f"declared {declared}: onnxruntime refuses the model (the shapes must match)")
+                yield (f"initializer {as_text(vi.name)!r} is {stored}, but the graph input of that name is "
+                       f"declared {declared}: onnxruntime refuses the model (the shapes must match)")
 
 
 @dataclass(frozen=True)
