@@ -441,6 +441,10 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
 def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty, include_empty):
     """Validate MODEL... for CI: onnx.checker, structure and full shape inference.
 
+    Each model's input contract -- the sizes of its input dims at which it runs -- is printed
+    ("runs when: 1 <= seq <= 64") and carried in JSON and JUnit; a dim declared dynamic that the
+    graph pins to one size is an error, an upper bound or a divisibility a warning.
+
     \b
     Exit codes: 0 every model is clean (warnings allowed unless --strict),
                 1 some model has an error, 2 usage error or an unreadable model.

@@ -201,6 +201,9 @@ def render_table(result, model_path: str, all_tensors: bool = False, ops=None, n
         f"symbols: {', '.join(s['symbols']) or 'none'}"
         + (f"; {len(s['minted_symbols'])} minted for unknown dims (--json lists them)" if s["minted_symbols"] else "")
     )
+    contract = result.contract()
+    if contract.clauses or contract.open:
+        out.append(f"runs when: {contract.text()}")
     notes = [d for d in result.declared_dims() if d["kind"] != "same"]
     for d in notes:
         rel = "is" if d["kind"] == "equal" else "CONFLICTS with inferred"

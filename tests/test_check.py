@@ -4,6 +4,7 @@ and the report formats carry them (text, JSON, JUnit) with the documented exit c
 import glob
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -88,16 +89,18 @@ def test_reshape_whose_counts_never_match_is_an_error_naming_the_node():
     assert report.exit_code == 1
 
 
-def test_reshape_that_runs_only_on_an_empty_input_is_a_warning():
+def test_reshape_that_runs_only_on_an_empty_input_is_an_error():
     """[B,S,32] to [0,0,13,59] differs in element count wherever the input is not empty; at
     B = 0 both counts are 0 and onnxruntime runs it -- so inference reports its shape (no
-    'invalid model'), and check warns with a size that breaks it (an error with --strict)."""
+    'invalid model'), and check calls it an error: the model runs at no non-empty size (the
+    input contract). onnxruntime runs it at B = 0, which no deployment sends."""
     m = _model("g (float[B,S,32] x) => (float y) <int64[4] s = {0, 0, 13, 59}> { y = Reshape(x, s) }")
     assert shapeinfer.infer(m).shape_strs("y") == ["B", "S", "13", "59"]
     report = check(m)
-    found = [f for f in report.findings if f.code == "conditional-shape"]
-    assert found and found[0].severity == "warning" and "valid only for an empty input" in found[0].message
-    assert "fails for" in found[0].message and report.exit_code == 0, report.findings
+    found = [f for f in report.findings if f.code == "no-size"]
+    assert found and found[0].severity == "error" and found[0].op == "Reshape", report.findings
+    assert "none of the sizes tried" in found[0].message and report.exit_code == 1
+    assert _runs(m, {"x": np.zeros((0, 3, 32), np.float32)}) and not _runs(m, {"x": np.zeros((1, 3, 32), np.float32)})
     assert check(m, strict=True).exit_code == 1
     import onnxruntime as ort
 
@@ -188,11 +191,13 @@ def _failing_sizes(message: str) -> dict:
 def test_reshape_valid_only_for_some_sizes_is_a_warning_with_a_size_that_breaks_it():
     m = _model("g (float[B,S] x) => (float[Y0,Y1,Y2] y) <int64[3] s = {0, -1, 4}> { y = Reshape(x, s) }")
     report = check(m)
-    f = [f for f in report.findings if f.code == "conditional-shape"]
-    assert f and f[0].severity == "warning" and report.ok, report.findings
-    assert "valid only when S is a multiple of 4" in f[0].message
-    binding = _failing_sizes(f[0].message)
-    assert int(binding["S"]) % 4 != 0
+    f = [f for f in report.findings if f.code == "input-multiple"]
+    assert len(f) == 1 and f[0].severity == "warning" and report.ok, report.findings
+    assert f[0].message.startswith("the model runs only when S % 4 == 0: at S=")
+    size = int(re.search(r"at S=(\d+)", f[0].message).group(1))
+    assert size % 4 != 0 and not _runs(m, {"x": np.zeros((2, size), np.float32)})
+    assert _runs(m, {"x": np.zeros((2, 8), np.float32)})
+    assert report.contract["runs_when"] == "S % 4 == 0"
     strict = check(m, strict=True)
     assert not strict.ok and strict.exit_code == 1
 
@@ -205,8 +210,8 @@ def test_a_reshape_that_always_works_gives_no_warning():
 def test_broadcast_of_two_different_symbols_is_a_warning():
     m = _model("g (float[B] x, float[N] z) => (float[Y0] y) { y = Add(x, z) }")
     report = check(m)
-    f = [f for f in report.findings if f.code == "forced-broadcast"]
-    assert f and f[0].op == "Add" and "B and N are equal" in f[0].message, report.findings
+    f = [f for f in report.findings if f.code == "input-equality"]
+    assert f and f[0].op == "Add" and "runs only when B == N (or one of them is 1)" in f[0].message, report.findings
     assert report.ok and not check(m, strict=True).ok
 
 
@@ -472,13 +477,36 @@ def test_no_corpus_finding_spells_an_internal_term_or_a_size_zero_case():
             assert not any(part.strip().endswith("=0") for part in f.message.split(":")[0].split(",")), (path, f.message)
 
 
-def test_a_baked_in_sequence_length_is_never_said_to_fail_for_every_size():
-    """[batch,seq,32] -> [0,5,4,8]: it runs at seq=5, a size no probe tries; the message names
-    failing sizes, never "every size" (probing proves no such thing)."""
+def test_a_baked_in_sequence_length_is_an_error_naming_the_node_and_the_size():
+    """[batch,seq,32] -> [0,5,4,8]: it runs at seq=5 and at no other non-empty size, whatever
+    batch is (proven on the algebra: 32*batch*seq == 160*batch). The error names the node,
+    the input and the size; the declared output [batch,seq,4,8], which holds at seq=5, is no
+    finding; "every size" is never said."""
     m = onnx.parser.parse_model('<ir_version: 8, opset_import: ["" : 18]> g (float[batch,seq,32] x) => '
-                                '(float[batch,seq,4,8] y) { s = Constant<value = int64[4] {0, 5, 4, 8}>() y = Reshape(x, s) }')
+                                '(float[batch,seq,4,8] y) { s = Constant<value = int64[4] {0, 5, 4, 8}>() '
+                                '["/attn/Reshape"] y = Reshape(x, s) }')
     for kw in ({}, {"include_empty": True}, {"assume_nonempty": True}):
-        found = [f for f in check(m, **kw).findings if f.code == "conditional-shape"]
-        assert found and found[0].message.startswith("fails for ") and "every size" not in found[0].message, (kw, found)
-    # (with batch=0 allowed, "fails for batch=1" is what the probes can say: naming seq=5 as the one
-    # size that runs needs the condition solved -- the input contract, not done yet)
+        report = check(m, **kw)
+        found = [f for f in report.findings if f.code == "baked-in-size"]
+        assert len(found) == 1 and found[0].severity == "error" and report.exit_code == 1, (kw, report.findings)
+        assert found[0].op == "Reshape" and "runs only at seq=5" in found[0].message and "input 'x'" in found[0].message
+        assert not any("every size" in f.message for f in report.findings), kw
+        # (at seq=0 it fails or makes [0,5,4,8]: said only on request)
+        assert all("=0" in f.message for f in report.findings if f.code != "baked-in-size"), (kw, report.findings)
+        assert kw or len(report.findings) == 1, report.findings
+        assert report.contract["runs_when"] == "seq == 5"
+    for batch, seq in ((1, 5), (3, 5)):
+        assert _runs(m, {"x": np.zeros((batch, seq, 32), np.float32)})
+    for seq in (1, 4, 6, 64):
+        assert not _runs(m, {"x": np.zeros((2, seq, 32), np.float32)})
+
+
+def _runs(model, feeds) -> bool:
+    """Whether onnx's reference evaluator runs the model on feeds (the spec's semantics)."""
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        ReferenceEvaluator(model).run(None, feeds)
+    except (ValueError, RuntimeError, IndexError):  # (a run that fails: those sizes break the shape rule)
+        return False
+    return True

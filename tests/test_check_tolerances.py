@@ -122,8 +122,9 @@ def test_assume_nonempty_keeps_a_forced_broadcast_that_fails():
     evaluated -- the failing broadcast itself -- so --assume-nonempty hid the warning."""
     path = os.path.join(HERE, "..", "fixtures", "corpus", "bert_classic.onnx")
     for assume in (False, True):
-        found = [f for f in shapeinfer.check(path, assume_nonempty=assume).findings if f.code == "forced-broadcast"]
-        assert found and "seq <= 64" in found[0].message, assume
+        found = [f for f in shapeinfer.check(path, assume_nonempty=assume).findings if f.code == "input-bound"]
+        assert len(found) == 1 and "runs only when seq <= 64" in found[0].message, assume
+        assert "at seq=65" in found[0].message and found[0].severity == "warning"
     m = onnx.load(path)
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in m.graph.input]

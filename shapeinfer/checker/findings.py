@@ -4,6 +4,7 @@ exit code of a run over several models."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 from ..modelio.text import as_text
 
@@ -38,6 +39,7 @@ class CheckReport:
     unreadable: bool = False
     assume_nonempty: bool = False
     empty_only: int = 0  # size warnings left out: only an empty tensor breaks them (check's include_empty)
+    contract: Optional[dict] = None  # the input contract (infer/contract.py, Contract.as_dict)
 
     def __post_init__(self) -> None:
         self.path = as_text(self.path)
@@ -72,8 +74,15 @@ class CheckReport:
     def as_dict(self) -> dict:
         return {"model": self.path, "ok": self.ok, "exit_code": self.exit_code, "nodes": self.nodes,
                 "errors": len(self.errors), "warnings": len(self.warnings), "empty_only": self.empty_only,
-                "seconds": round(self.seconds, 3),
+                "seconds": round(self.seconds, 3), "contract": self.contract,
                 "findings": [f.as_dict() for f in self.findings]}
+
+    def runs_when(self) -> Optional[str]:
+        """The contract's line, where it says something (a condition on the sizes)."""
+        c = self.contract
+        if not c or not (c["clauses"] or c["open"]):
+            return None
+        return c["runs_when"]
 
 
 def exit_code(reports: list) -> int:

@@ -41,6 +41,9 @@ def render_text(reports: list) -> str:
                 names = ", ".join(g.node or "<unnamed>" for g in found[1:1 + NAMES_SHOWN])
                 more = f", ... ({len(found) - 1 - NAMES_SHOWN} more)" if len(found) - 1 > NAMES_SHOWN else ""
                 lines.append(f"{r.path}:   the same on {len(found) - 1} more node(s): {names}{more}")
+    for r in reports:  # the sizes each model runs at, where it says something
+        if r.runs_when():
+            lines.append(f"{r.path}: runs when: {r.runs_when()}")
     for r in reports:  # the report ends with one summary line per model
         lines.append(r.summary())
     return "".join(one_line(line) + "\n" for line in lines)
@@ -78,6 +81,9 @@ def render_junit(reports: list) -> str:
         elif r.findings:
             out = ET.SubElement(case, "system-out")
             out.text = body
+        if r.runs_when():
+            props = ET.SubElement(case, "properties")
+            ET.SubElement(props, "property", name="runs_when", value=one_line(r.runs_when()))
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)

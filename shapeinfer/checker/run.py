@@ -64,12 +64,13 @@ from ..infer.result import InferenceResult
 from ..infer.unreached import inference_view, load_time_static, load_time_valued, or_not_run, readable_by_onnx_inference, running_clause
 from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
 from ..modelio.load import load_model
-from ..symbolic import Bcast, EvaluationError, Sym, atoms, evaluate
+from ..symbolic import Bcast, Sym, atoms
 from ..symbolic.search import binding_str, counterexample, holds, relevant
+from .contract import CONTRACT_CODES, contract_findings, spoken_condition
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
 from .runtime import table as runtime_table
 from .render import render_json, render_junit, render_text
-from .shapes import broadcast_condition, declared_shapes, declared_str, per_node, spoken
+from .shapes import broadcast_condition, declared_shapes, declared_str, per_node
 from .tolerances import runtime_op_nodes, tolerated, unsorted_body
 
 __all__ = ["CheckReport", "Finding", "check", "check_many", "exit_code", "render_json", "render_junit", "render_text"]
@@ -122,7 +123,8 @@ def _drop_empty_only(m: ModelProto, path, report: CheckReport) -> None:
         if f.code in SIZE_CODES and f.severity == WARNING:
             kept.setdefault((f.code, f.node), []).append(f)
     # (a node no non-empty size runs, or that onnxruntime refuses: its size warnings stay)
-    broken = {f.node for r in (report, nonempty) for f in r.findings if f.severity == ERROR}
+    broken = {f.node for r in (report, nonempty) for f in r.findings if f.severity == ERROR
+              and f.code not in CONTRACT_CODES}  # (the contract's own say the non-empty sizes)
     findings = []
     for f in report.findings:
         if f.code in SIZE_CODES and f.severity == WARNING and f.node not in broken:
@@ -600,8 +602,11 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
         report.add(ERROR, "shape-error", e.rule, e.node_name, e.op_type)
         return m
     result = InferenceResult(m, engine)
+    contract = result.contract()
     if not sizes_only:
         _load_refusals(m, result, report, refused)
+        report.contract = contract.as_dict()
+        contract_findings(m, contract, report)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),
@@ -624,7 +629,8 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
                 continue
             key = (d.dims, runs)
             if key not in searched:
-                dims, test = (a, b), holds(kind, a, b)
+                # (a failure outside the contract's envelope is the clause's, not this node's)
+                dims, test = (a, b), contract.within(holds(kind, a, b))
                 if runs is not None and runs != 1:
                     dims, test = (a, b, runs), or_not_run(test, runs)
                 found = counterexample(dims, test, nonempty)
@@ -638,7 +644,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
                 report.add(WARNING, "forced-broadcast", f"{where}: broadcasting holds only "
                            f"when {broadcast_condition((a, b))}", d.node_name, d.op_type)
             else:
-                report.add(WARNING, "conditional-shape", f"{where}: {_spoken_condition(d.message, a, b, example)}",
+                report.add(WARNING, "conditional-shape", f"{where}: {spoken_condition(d.message, a, b, example)}",
                            d.node_name, d.op_type)
         elif d.kind == "opset-implied":
             continue  # onnx.checker's complaint says it (missing-opset-import)
@@ -649,8 +655,8 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
             report.add(severity, code, d.message, d.node_name, d.op_type)
     if not structural and not sizes_only:
         _onnx_checks(m, base_dir, report, result.facts)
-    declared_shapes(result, report, engine)
-    per_node(m.graph, result, report, nonempty)
+    declared_shapes(result, report, engine, contract, nonempty)
+    per_node(m.graph, result, report, nonempty, contract)
     return m
 
 
@@ -671,18 +677,6 @@ def _load_refusals(m: ModelProto, result, report: CheckReport, refused: set) -> 
     _empty_window_refusals(result, report, [n for op in _WINDOWED for n in by_op.get(op, ())])
     _resize_layout_refusals(result, report, by_op.get("Resize", ()))
     _string_cast_refusals(m, report, by_op.get("Constant", ()), by_op.get("Cast", ()))
-
-
-def _spoken_condition(message: str, a, b, example: dict) -> str:
-    """A condition's message as a user reads it: where its dims hold an internal term or run
-    long (spoken), their values at the failing sizes instead of the expressions."""
-    if spoken(a) is not None and spoken(b) is not None:
-        return message
-    what = message.split(" (", 1)[1].rstrip(")") if " (" in message else "the two sides"
-    try:
-        return f"valid only when {what} agree, which at those sizes are {evaluate(a, example)} and {evaluate(b, example)}"
-    except EvaluationError:
-        return f"valid only when {what} agree, which they do not at those sizes"
 
 
 MAX_CHECKER_ROUNDS = 12

@@ -3,18 +3,23 @@ tensors too large to count, the forced broadcasts and the dims no rule could exp
 
 from __future__ import annotations
 
+import functools
+
 from ..errors import ModelLoadError
 from ..graph.structure import implicit_inputs, node_label
+from ..infer.contract import broadcast_condition, spoken
 from ..infer.facts import shape_str
 from ..infer.protos import declared_size
-from ..symbolic import (Bcast, EvaluationError, Expr, IsZero, Max, Min, Sym, as_single_atom, atoms, bounds, evaluate,
-                        free_symbols, provably_positive, sub, to_str)
+from ..symbolic import Bcast, EvaluationError, Expr, Sym, atoms, bounds, evaluate, free_symbols, provably_positive, sub, to_str
 from ..symbolic.search import binding_str, broadcasts, counterexample, holds, relevant
 from .findings import ERROR, HUGE_ELEMENTS, INT64_MAX, WARNING, CheckReport
 
-def declared_shapes(result, report: CheckReport, engine=None) -> None:
+def declared_shapes(result, report: CheckReport, engine=None, contract=None, nonempty=()) -> None:
     """Declared shapes on outputs/value_info that inference proves different (or equal only
-    for some sizes, when the declared dim is an expression over the input symbols)."""
+    for some sizes, when the declared dim is an expression over the input symbols) -- at sizes
+    inside the ``contract``'s envelope (outside it the model does not run) and, under
+    assume_nonempty, where no tensor is empty (``nonempty``: the tensors' dims)."""
+    search = functools.partial(_search, contract=contract, nonempty=nonempty)
     inputs = result.input_symbols()
     g = result.model.graph
     producers = {o: n for n in g.node for o in n.output}
@@ -38,7 +43,7 @@ def declared_shapes(result, report: CheckReport, engine=None) -> None:
                 # a size baked in where the inputs' sizes decide (onnxruntime's default level trusts
                 # the declaration: Shape of the tensor gives it at every size)
                 if not isinstance(ours, int) and free_symbols(ours) <= inputs and \
-                        _only_for_some(report, vi, axis, ours, theirs, str(theirs), node, op):
+                        _only_for_some(report, vi, axis, ours, theirs, str(theirs), node, op, search):
                     break
             elif d.dim_param and engine is not None and not result.is_unknown_dim(ours):
                 # a declared expression over the input symbols is a claim: check it
@@ -55,17 +60,22 @@ def declared_shapes(result, report: CheckReport, engine=None) -> None:
                                f"is {to_str(ours)}, never {d.dim_param}; inferred {shape_str(fact.shape)}"
                                f"{_DECLARED_NOTE}", node, op)
                     break
-                if _only_for_some(report, vi, axis, ours, theirs, d.dim_param, node, op):
+                if _only_for_some(report, vi, axis, ours, theirs, d.dim_param, node, op, search):
                     break
 
 
 _DECLARED_NOTE = " (onnxruntime runs the model and warns; consumers that trust declared shapes may fail)"
 
 
-def _only_for_some(report: CheckReport, vi, axis: int, ours, theirs, spelled: str, node, op) -> bool:
+def _search(dims, test, contract=None, nonempty=()):
+    """A binding at which ``test`` fails, inside the contract's envelope when there is one."""
+    return counterexample(dims, test if contract is None else contract.within(test), nonempty)
+
+
+def _only_for_some(report: CheckReport, vi, axis: int, ours, theirs, spelled: str, node, op, search=_search) -> bool:
     """A declared-shape warning when dim ``axis`` of ``vi``, inferred ``ours``, equals the declared
     ``theirs`` (written ``spelled``) for some sizes and not others; whether it was made."""
-    example = counterexample((ours, theirs), holds("equal", ours, theirs))
+    example = search((ours, theirs), holds("equal", ours, theirs))
     if example is None:
         return False
     said = spoken(ours)
@@ -80,18 +90,6 @@ def _only_for_some(report: CheckReport, vi, axis: int, ours, theirs, spelled: st
     report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {declared_str(vi.type.tensor_type)}, but {what}"
                f"{_DECLARED_NOTE}", node, op)
     return True
-
-
-SPOKEN_LENGTH = 60  # characters: a longer dim expression is told by its value at an example
-
-
-def spoken(dim):
-    """How a message writes a dim: its expression, or None where that holds an internal term
-    (iszero, bcast) or is past SPOKEN_LENGTH characters."""
-    text = to_str(dim)
-    if len(text) > SPOKEN_LENGTH or any(isinstance(a, (Bcast, IsZero)) for a in atoms(dim)):
-        return None
-    return text
 
 
 def _never(ours, theirs: int) -> bool:
@@ -124,8 +122,10 @@ def _only_shape_reads(graph, name: str) -> bool:
     return True
 
 
-def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
-    """Forced broadcasts and unknown dims, each at the node that first made it."""
+def per_node(graph, result, report: CheckReport, nonempty=(), contract=None) -> None:
+    """Forced broadcasts and unknown dims, each at the node that first made it; a failing size
+    is searched inside the ``contract``'s envelope (outside it, a clause of the contract says
+    the failure, once)."""
     seen_bcast: set = set()
     seen_unknown: set = set()
     for n in graph.node:
@@ -164,6 +164,8 @@ def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
                             new_unknown.append(atom.name)
         for atom in new_bcast:
             test = broadcasts(atom.args)
+            if contract is not None:
+                test = contract.within(test)
             found = counterexample(atom.args, test, nonempty)
             if found is None:
                 continue
@@ -173,14 +175,3 @@ def per_node(graph, result, report: CheckReport, nonempty=()) -> None:
         if new_unknown:
             report.add(WARNING, "unknown-dims", f"output dims no rule could express: {', '.join(new_unknown)}",
                        node_label(n), n.op_type)
-
-
-def broadcast_condition(args) -> str:
-    """The condition under which dims broadcast together, said simply where it is simple."""
-    if len(args) == 2:
-        for a, b in (args, args[::-1]):
-            atom = as_single_atom(b)
-            if isinstance(atom, (Min, Max)) and a in atom.args and len(atom.args) == 2:
-                other = atom.args[1] if atom.args[0] == a else atom.args[0]
-                return f"{to_str(a)} {'<=' if isinstance(atom, Min) else '>='} {to_str(other)} (or one of them is 1)"
-    return " and ".join(to_str(a) for a in args) + " are equal (or 1)"

@@ -36,12 +36,22 @@ class InferenceResult:
         # at load (unreached.py): what they read is left as unknown to it as it is
         self.guarded: list = list(engine.guarded)
         self._unknown_dims: dict = {}  # dim -> is_unknown_dim(dim)
+        self._contract = None
         self._produced: list = engine.produced
         # inputs whose shapes come from the caller's input_shapes: given, or sharing a given dim
         self.fixed_inputs: set = set(engine.input_shapes) | set(engine.propagated)
         self.assumptions: list = (
             ["no tensor is empty: every dim of every tensor is at least 1 (--assume-nonempty)"] if engine.assume_nonempty else []
         )
+
+    def contract(self):
+        """The input contract (infer/contract.py): the conditions on the inputs' named dims under
+        which the model runs. Derived when first asked."""
+        if self._contract is None:
+            from .contract import derive
+
+            self._contract = derive(self)
+        return self._contract
 
     def fact(self, name: str) -> Optional[Fact]:
         return self.facts.get(name)
@@ -193,6 +203,7 @@ class InferenceResult:
             "summary": self.summary(),
             "assumptions": list(self.assumptions),
             "declared_dims": [d for d in self.declared_dims() if d["kind"] != "same"],
+            "contract": self.contract().as_dict(),
             "diagnostics": [d.as_dict() for d in self.diagnostics],
         }
         if all_tensors:

@@ -3,6 +3,7 @@
 from .expr import (
     Atom,
     Bcast,
+    Binding,
     BroadcastError,
     Dim,
     Div,
@@ -59,7 +60,7 @@ from .expr import (
 from .printing import NAME_RE, ParseError, parse, to_str
 
 __all__ = [
-    "Atom", "Bcast", "BroadcastError", "Dim", "Div", "EvaluationError", "Expr", "ExpressionTooLarge", "FloorDiv",
+    "Atom", "Bcast", "Binding", "BroadcastError", "Dim", "Div", "EvaluationError", "Expr", "ExpressionTooLarge", "FloorDiv",
     "IsZero", "KINDS", "Max", "Min", "Mod", "NAME_RE", "ParseError", "Sym",
     "DIM_MAX", "add", "as_single_atom", "at_zero", "atom_dim", "atoms", "bcast", "bounds", "common_denominator",
     "broadcast_implied", "constant_value", "fits", "dim_key", "dmax", "dmin", "evaluate", "floordiv", "free_symbols",

@@ -736,8 +736,21 @@ def _num(x: Number) -> Number:
     return _norm_coef(x) if isinstance(x, Fraction) else x
 
 
+class Binding(dict):
+    """A binding of the symbols that remembers the value of each atom evaluated under it: an
+    expression that repeats a sub-expression in many places (a chain of convolutions' dims)
+    evaluates each once. Read-only once made: the remembered values hold for these sizes."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.memo: dict = {}
+
+
 def evaluate(d: Dim, binding: Mapping[str, int]) -> Number:
     """The value of d when each symbol takes the value binding[name] (exact; int when integral).
+    A :class:`Binding` remembers the atoms' values across calls.
 
     An atom with no value there (a broadcast that fails, a division by 0) leaves d without one
     -- unless d does not depend on it at that binding: in ``R1 + iszero(a)*(R0 - R1)``, the
@@ -747,11 +760,18 @@ def evaluate(d: Dim, binding: Mapping[str, int]) -> Number:
     if isinstance(d, (int, Fraction)):
         return d
     total: Number = 0
+    memo = binding.memo if type(binding) is Binding else None
     try:
         for mono, coef in d.terms:
             v: Number = coef
             for atom, e in mono:
-                v = v * atom.value(binding) ** e
+                if memo is None:
+                    x = atom.value(binding)
+                else:
+                    x = memo.get(atom)
+                    if x is None:
+                        x = memo[atom] = atom.value(binding)
+                v = v * x ** e
             total += v
     except EvaluationError:
         return _evaluate_around(d, binding)

@@ -15,7 +15,7 @@ For a spatial dim D, kernel k, dilation d, stride s and pads (b, e), with K = (k
 
 from __future__ import annotations
 
-from ...symbolic import add, dmax, floordiv, mul, neg, provably_nonneg, sub
+from ...symbolic import add, dmax, floordiv, mul, neg, provably_nonneg, sub, to_str
 from ..facts import Fact
 from ..registry import rule
 
@@ -79,7 +79,16 @@ def _pool_like(ctx, shape, kernel, ceil_mode=False):
     strides, dilations, pads, auto_pad = _spatial_params(ctx, n, kernel)
     out = list(shape[:2])
     for i in range(n):
-        d = _window_out(ctx, shape[2 + i], kernel[i], dilations[i], strides[i], pads[i], pads[n + i], auto_pad, ceil_mode)
+        D = shape[2 + i]
+        if ctx.op_type not in _TRUNCATING and auto_pad in ("NOTSET", "VALID") and not isinstance(D, int):
+            # the spec makes an empty output where the padded input is shorter than the kernel;
+            # onnxruntime's convolutions fail there ("Invalid input shape")
+            padded = D if auto_pad == "VALID" else add(D, pads[i] + pads[n + i])
+            extent = (kernel[i] - 1) * dilations[i] + 1
+            if extent > 1 and not provably_nonneg(sub(padded, extent)):
+                ctx.condition(f"valid only when the padded input ({to_str(padded)}) spans the kernel ({extent}): "
+                              "onnxruntime fails a shorter one (the spec makes it empty)", "le", extent, padded)
+        d = _window_out(ctx, D, kernel[i], dilations[i], strides[i], pads[i], pads[n + i], auto_pad, ceil_mode)
         if isinstance(d, int) and d < 0:
             raise ctx.error(f"spatial dim {i} would be negative ({d}): the kernel is larger than the padded input")
         out.append(d if d is not None else ctx.fresh())
