@@ -438,7 +438,21 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
               help="Also report size warnings that only an empty tensor (a dim of 0) breaks; left out by default. "
                    "Unlike --assume-nonempty, which infers as if no tensor could be empty, this changes only which "
                    "warnings are shown.")
-def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty, include_empty):
+@click.option("--dims", "dims", multiple=True, metavar="NAME=SIZES",
+              help="The sizes a dim is run at (repeatable): a range --dims seq=1..4096, one size --dims seq=128, "
+                   "a set --dims batch=1,2,4. NAME is a dim the model's inputs name, matched literally. A failure "
+                   "at those sizes is an error; one outside them is not reported.")
+@click.option("-r", "--recursive", is_flag=True, help="A folder given as MODEL is searched for *.onnx in its "
+              "subfolders too (without it, only the folder's own *.onnx files).")
+@click.option("--ignore", "ignore", multiple=True, metavar="CODE",
+              help="Leave out findings of this code (repeatable, or CODE,CODE), e.g. --ignore input-bound.")
+@click.option("--baseline", "baseline", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Findings listed in FILE are accepted: not reported, not failing the run (as linters' "
+                   "baselines); a new one still fails it. Write FILE with --update-baseline.")
+@click.option("--update-baseline", is_flag=True,
+              help="Write every finding of this run to the --baseline FILE (replacing it) and exit 0.")
+def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty, include_empty, dims, recursive, ignore,
+              baseline, update_baseline):
     """Validate MODEL... for CI: onnx.checker, structure and full shape inference.
 
     Each model's input contract -- the sizes of its input dims at which it runs -- is printed
@@ -450,13 +464,54 @@ def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty, include_e
                 1 some model has an error, 2 usage error or an unreadable model.
     """
     from shapeinfer.checker import check_many, exit_code, render_json, render_junit, render_text
+    from shapeinfer.errors import InputShapeError
     from shapeinfer.modelio.writer import resolve_destination, write_bytes
 
-    dest = None
+    from shapeinfer.checker.gate import Baseline, BaselineError, expand_models, ignored_codes
+
+    if update_baseline and not baseline:
+        raise click.UsageError("--update-baseline writes the file --baseline names: give --baseline FILE")
+    try:
+        model_paths = expand_models(model_paths, recursive)
+        codes = ignored_codes(ignore)
+        accepted = Baseline.read(baseline) if baseline and not update_baseline else None
+    except BaselineError as e:
+        raise click.UsageError(str(e)) from None
+    dest = base_dest = None
     if output is not None:  # never a model checked, nor a data file one reads
         dest = resolve_destination(output, _files_check_reads(model_paths, output))
-    reports = check_many(list(model_paths), strict=strict, assume_nonempty=assume_nonempty, include_empty=include_empty,
-                         jobs=jobs)
+    if update_baseline:
+        base_dest = resolve_destination(baseline, _files_check_reads(model_paths, baseline))
+    stream = fmt == "text" and output is None and not update_baseline
+    shown = [0]
+
+    def done(k, report):  # (each model's lines as soon as it and those before it are checked)
+        _gate(report, codes, accepted)
+        if stream:
+            click.echo(render_text([report]), nl=False)
+        shown[0] += 1
+        if len(model_paths) > 1 and _stderr_on_terminal():
+            click.echo(f"\r[{shown[0]}/{len(model_paths)}] checked", nl=False, err=True)
+
+    try:
+        reports = check_many(list(model_paths), strict=strict, assume_nonempty=assume_nonempty,
+                             include_empty=include_empty, jobs=jobs, dims=list(dims) or None, on_done=done)
+    except InputShapeError as e:
+        raise click.BadParameter(str(e), param_hint="--dims") from None
+    if len(model_paths) > 1 and _stderr_on_terminal():
+        click.echo("", err=True)
+    if dims and len(model_paths) > 1:  # (each model takes the dims it names; a name none uses is a typo)
+        used = {n for r in reports for n in r.dims}
+        unused = [d for d in dims if not any(d.startswith(f"{n}=") for n in used)]
+        if unused:
+            raise click.BadParameter(f"{unused[0]!r}: no model checked names that dim", param_hint="--dims")
+    if update_baseline:
+        written = Baseline.of(reports)
+        write_bytes(base_dest, written.dumps().encode("utf-8"), ".tmp")
+        click.echo(f"{len(written)} finding(s) of {len(reports)} model(s) written to {baseline} as accepted", err=True)
+        raise SystemExit(0)
+    if stream:
+        raise SystemExit(exit_code(reports))
     text = {"text": render_text, "json": render_json, "junit": render_junit}[fmt](reports)
     if output:
         write_bytes(dest, text.encode("utf-8"), ".tmp")
@@ -465,6 +520,27 @@ def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty, include_e
     else:
         click.echo(text, nl=False)
     raise SystemExit(exit_code(reports))
+
+
+def _gate(report, codes: frozenset, accepted) -> None:
+    """Leave out of a report the findings of ignored codes and those the baseline accepts."""
+    kept = []
+    for f in report.findings:
+        if f.code in codes:
+            report.ignored += 1
+        elif accepted is not None and accepted.takes(report.path, f):
+            report.baselined += 1
+        else:
+            kept.append(f)
+    report.findings = kept
+
+
+def _stderr_on_terminal() -> bool:
+    isatty = getattr(sys.stderr, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:
+        return False
 
 
 def _files_check_reads(model_paths, output: str) -> list:

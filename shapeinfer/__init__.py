@@ -49,18 +49,21 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
 
 
 def check(model, *, strict: bool = False, assume_nonempty: bool = False, include_empty: bool = False,
-          name: Optional[str] = None):
+          name: Optional[str] = None, dims: Optional[dict] = None):
     """A :class:`CheckReport` of ``model`` (a path or a ModelProto): onnx.checker, structure and
     full shape inference, each finding with its node, op and what is wrong.
 
     ``strict`` counts warnings as errors; ``assume_nonempty`` as for :func:`infer`;
     ``include_empty`` also reports the size warnings only an empty tensor breaks (left out by
-    default, and counted: ``report.empty_only``); ``name`` labels the report. Never raises for
-    a bad model (the report says what is wrong); raises ``TypeError`` for something that is
-    neither a path nor a ModelProto."""
+    default, and counted: ``report.empty_only``); ``name`` labels the report; ``dims`` gives the
+    sizes the model is run at, {symbol: "1..4096" | "128" | "1,2,4" | int | list}: a failure at
+    those sizes is an error, one outside them is not reported. Never raises for a bad model (the
+    report says what is wrong); raises ``TypeError`` for something that is neither a path nor a
+    ModelProto, :class:`InputShapeError` for ``dims`` naming a dim the model's inputs do not."""
     from .checker import check as _check
 
-    return _check(model, strict=strict, assume_nonempty=assume_nonempty, include_empty=include_empty, name=name)
+    return _check(model, strict=strict, assume_nonempty=assume_nonempty, include_empty=include_empty, name=name,
+                  dims=dims)
 
 
 def cost(model, *, bind: Optional[dict] = None, input_shapes: Optional[dict] = None, assume_nonempty: bool = False,

@@ -47,13 +47,17 @@ def test_corpus_checks_without_errors(path):
         assert not _codes(report, "error")
 
 
-def test_corpus_in_one_parallel_run_exits_zero_and_ends_with_one_summary_line_per_model():
+def test_corpus_in_one_parallel_run_exits_zero_and_streams_one_summary_line_per_model():
+    """Text streams: each model's findings, its contract and its summary line, model after model
+    in the order given (with -j 2 too), the summary ending each model's lines."""
     result = CliRunner().invoke(cli, ["check", "--assume-nonempty", "-j", "2"] + CORPUS)
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
-    summaries = lines[-len(CORPUS):]
+    summaries = [line for line in lines if " -- " in line and line.split(":")[1].strip().startswith(("ok", "FAILED"))]
     assert [s.split(":")[0] for s in summaries] == CORPUS
     assert all(": ok -- 0 error(s)" in s for s in summaries)
+    assert lines[-1] == summaries[-1] and [line.split(":")[0] for line in lines] == sorted(
+        (line.split(":")[0] for line in lines), key=CORPUS.index)
 
 
 def test_swin_export_fails_for_odd_patch_grids_and_check_says_where():

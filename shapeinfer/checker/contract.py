@@ -20,6 +20,8 @@ checked at several).
 
 from __future__ import annotations
 
+from typing import Optional
+
 from ..infer.contract import Clause, Contract, spoken
 from ..symbolic import EvaluationError, evaluate
 from ..symbolic.search import binding_str
@@ -29,10 +31,47 @@ CONTRACT_CODES = frozenset({"baked-in-size", "no-size", "input-bound", "input-mu
 _CODES = {"max": "input-bound", "mod": "input-multiple", "equal": "input-equality"}
 
 
-def contract_findings(model, contract: Contract, report: CheckReport) -> None:
+class Scope:
+    """Where check looks for failing sizes: inside the contract's envelope and the sizes the
+    user runs at (``--dims``: {symbol: DimSizes}). A failure outside them is a clause's (said
+    once) or not the user's concern."""
+
+    def __init__(self, contract: Contract, dims: Optional[dict] = None):
+        self.contract = contract
+        self.dims = dict(dims or {})
+
+    def admits(self, binding: dict) -> bool:
+        """Whether the user's sizes admit binding (symbols they leave out: any size)."""
+        return all(s.admits(binding[n]) for n, s in self.dims.items() if n in binding)
+
+    def within(self, test):
+        inner = self.contract.within(test)
+        if not self.dims:
+            return inner
+
+        def held(binding):
+            return not self.admits(binding) or inner(binding)
+
+        return held
+
+    def extra(self) -> Optional[dict]:
+        return {n: s.samples() for n, s in self.dims.items()} if self.dims else None
+
+    def inside(self, binding: dict) -> bool:
+        """Whether the user's sizes name every symbol of binding (a failure there is one of theirs)."""
+        return bool(self.dims) and all(n in self.dims for n in binding)
+
+
+def contract_findings(model, contract: Contract, report: CheckReport, dims: Optional[dict] = None) -> None:
+    """The contract's findings (see the module); with ``dims`` (the sizes the user runs at:
+    {symbol: DimSizes}) a clause on a symbol they name is an error where their sizes include one
+    it excludes, and no finding where they do not."""
     declared = _declared_places(model)
     for c in contract.clauses:
         r = c.requirement
+        if dims and c.symbol in dims and c.kind != "none":
+            _against_dims(c, dims, report)
+            continue
         why = _why(c)
         if c.kind == "point":
             place = declared.get(c.symbol)
@@ -52,6 +91,40 @@ def contract_findings(model, contract: Contract, report: CheckReport) -> None:
                        f"{contract.text()}", r.node, r.op)
         elif c.kind in _CODES:
             report.add(WARNING, _CODES[c.kind], f"the model runs only when {c.text()}: {why}", r.node, r.op)
+
+
+def _against_dims(c: Clause, dims: dict, report: CheckReport) -> None:
+    """A clause on a symbol the user gives sizes: an error naming a size of theirs it excludes."""
+    r = c.requirement
+    mine = dims[c.symbol]
+    other = dims.get(c.value) if c.kind == "equal" else None
+    if c.kind == "equal":
+        if other is None:  # (the other side's sizes are free: the clause stands as it is)
+            report.add(WARNING, "input-equality", f"the model runs only when {c.text()}: {_why(c)}", r.node, r.op)
+            return
+        pairs = ((v, w) for v in mine.samples() for w in other.samples())
+        bad = next(({c.symbol: v, c.value: w} for v, w in pairs if not c.admits({c.symbol: v, c.value: w})), None)
+    else:
+        bad = next(({c.symbol: v} for v in _sizes_of(mine) if not c.admits({c.symbol: v})), None)
+    if bad is None:
+        return  # (every size the user runs at is one the model runs at)
+    given = ", ".join(f"{n}={dims[n].text()}" for n in bad)
+    code = "baked-in-size" if c.kind == "point" else _CODES.get(c.kind, "input-bound")
+    failing = {**c.failing, **bad}
+    report.add(ERROR, code, f"--dims {given} includes {binding_str(bad)}, where the model fails: it runs only when "
+               f"{c.text()}; {_why(Clause(c.kind, c.symbol, c.value, r, failing=failing))}", r.node, r.op)
+
+
+MAX_SIZES_READ = 4096
+
+
+def _sizes_of(sizes) -> list:
+    """The sizes of a --dims entry a clause is judged at: a set's, a range's samples and (for a
+    short range) every size of it."""
+    got = list(sizes.samples())
+    if sizes.values is None and sizes.hi - sizes.lo < MAX_SIZES_READ:
+        got += range(sizes.lo, sizes.hi + 1)
+    return got
 
 
 def _why(c: Clause) -> str:

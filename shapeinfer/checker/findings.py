@@ -40,6 +40,10 @@ class CheckReport:
     assume_nonempty: bool = False
     empty_only: int = 0  # size warnings left out: only an empty tensor breaks them (check's include_empty)
     contract: Optional[dict] = None  # the input contract (infer/contract.py, Contract.as_dict)
+    dims: dict = field(default_factory=dict)  # the sizes the user runs the model's dims at (--dims), as text
+    dims_lenient: bool = False  # --dims naming a dim this model does not use is no error (many models)
+    ignored: int = 0  # findings of codes --ignore leaves out
+    baselined: int = 0  # findings the --baseline file accepts
 
     def __post_init__(self) -> None:
         self.path = as_text(self.path)
@@ -68,13 +72,16 @@ class CheckReport:
     def summary(self) -> str:
         state = "unreadable" if self.unreadable else ("ok" if self.ok else "FAILED")
         hidden = f" (+{self.empty_only} only where a tensor is empty: --include-empty)" if self.empty_only else ""
+        hidden += f" (+{self.ignored} ignored)" if self.ignored else ""
+        hidden += f" (+{self.baselined} accepted by the baseline)" if self.baselined else ""
         return (f"{self.path}: {state} -- {len(self.errors)} error(s), {len(self.warnings)} warning(s){hidden}, "
                 f"{self.nodes} nodes, {self.seconds:.2f} s")
 
     def as_dict(self) -> dict:
         return {"model": self.path, "ok": self.ok, "exit_code": self.exit_code, "nodes": self.nodes,
                 "errors": len(self.errors), "warnings": len(self.warnings), "empty_only": self.empty_only,
-                "seconds": round(self.seconds, 3), "contract": self.contract,
+                "ignored": self.ignored, "baselined": self.baselined,
+                "seconds": round(self.seconds, 3), "contract": self.contract, "dims": dict(self.dims),
                 "findings": [f.as_dict() for f in self.findings]}
 
     def runs_when(self) -> Optional[str]:

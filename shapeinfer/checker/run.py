@@ -55,23 +55,24 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
-from ..errors import ModelLoadError, ShapeInferenceError, raise_mode
+from ..errors import InputShapeError, ModelLoadError, ShapeInferenceError, raise_mode
 from ..graph.structure import (graphs_of, node_label, shadowed_names, shadowing_message, structure_problems,
                                unread_initializer_problems)
 from ..infer.engine import Engine
 from ..infer.facts import INT_TYPES, dtype_name
+from ..infer.overrides import DimSizes, parse_dims_args
 from ..infer.result import InferenceResult
 from ..infer.unreached import inference_view, load_time_static, load_time_valued, or_not_run, readable_by_onnx_inference, running_clause
 from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
 from ..modelio.load import load_model
 from ..symbolic import Bcast, Sym, atoms
 from ..symbolic.search import binding_str, counterexample, holds, relevant
-from .contract import CONTRACT_CODES, contract_findings, spoken_condition
+from .contract import CONTRACT_CODES, Scope, contract_findings, spoken_condition
 from .findings import ERROR, WARNING, CheckReport, Finding, exit_code
 from .runtime import table as runtime_table
 from .render import render_json, render_junit, render_text
 from .shapes import broadcast_condition, declared_shapes, declared_str, per_node
-from .tolerances import runtime_op_nodes, tolerated, unsorted_body
+from .tolerances import runtime_op_nodes, tolerated, unsorted_body, untyped_values
 
 __all__ = ["CheckReport", "Finding", "check", "check_many", "exit_code", "render_json", "render_junit", "render_text"]
 
@@ -81,8 +82,13 @@ SIZE_CODES = frozenset({"forced-broadcast", "conditional-shape", "declared-shape
 
 
 def check(model, *, strict: bool = False, assume_nonempty: bool = False, include_empty: bool = False,
-          name: Optional[str] = None) -> CheckReport:
+          name: Optional[str] = None, dims=None, dims_lenient: bool = False) -> CheckReport:
     """Check one model (a path or a ModelProto); never raises for a bad model: see the findings.
+
+    ``dims``: the sizes the model is run at, {symbol: "1..4096" | "128" | "1,2,4" | int | list}
+    (``--dims``): a failure at those sizes is an error, one outside them is not reported. A
+    symbol the model's inputs do not name is an InputShapeError (a usage error) -- unless
+    ``dims_lenient`` (a run over many models: each takes the sizes of the dims it names).
 
     A warning about sizes (SIZE_CODES) that only an empty tensor breaks is left out unless
     ``include_empty``: the model is checked again with no tensor empty, and such a warning is
@@ -93,12 +99,15 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, include
         raise TypeError(f"expected a path or an onnx.ModelProto, got {type(model).__name__}")
     t0 = time.perf_counter()
     path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
-    report = CheckReport(path=name or path or "<model>", strict=strict, assume_nonempty=assume_nonempty)
+    report = CheckReport(path=name or path or "<model>", strict=strict, assume_nonempty=assume_nonempty,
+                         dims_lenient=dims_lenient)
     try:
-        m = _check(model, path, report, assume_nonempty)
+        m = _check(model, path, report, assume_nonempty, dims=dims)
         if not include_empty and not assume_nonempty and any(f.code in SIZE_CODES and f.severity == WARNING
                                                               for f in report.findings):
-            _drop_empty_only(m, path, report)
+            _drop_empty_only(m, path, report, dims)
+    except InputShapeError:
+        raise  # (a usage error: sizes given for a dim the model does not name)
     except ModelLoadError as e:
         report.unreadable = not getattr(e, "invalid_model", False)
         report.add(ERROR, getattr(e, "code", "unreadable"), str(e))
@@ -111,13 +120,38 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, include
     return report
 
 
-def _drop_empty_only(m: ModelProto, path, report: CheckReport) -> None:
+def resolve_dims(spec, m: ModelProto, lenient: bool = False) -> dict:
+    """``dims`` as check takes it -- "NAME=SIZES" items (--dims), or {symbol: "1..4096" | "128" |
+    "1,2,4" | int | list of ints} -- as {symbol: DimSizes}, against the symbols the model's inputs
+    name; already resolved, as it is. ``lenient``: items naming a symbol the model does not use
+    are left out (not an error)."""
+    if isinstance(spec, dict) and all(isinstance(v, DimSizes) for v in spec.values()):
+        return spec
+    if isinstance(spec, dict):
+        items = []
+        for k, v in spec.items():
+            if isinstance(v, (list, tuple, range)):
+                v = ",".join(str(x) for x in v) if not isinstance(v, range) else f"{v.start}..{v.stop - 1}"
+            items.append(f"{k}={v}")
+    elif isinstance(spec, (list, tuple)):
+        items = list(spec)
+    else:
+        raise TypeError(f"dims must map symbols to sizes, e.g. {{'seq': '1..4096'}}; got {type(spec).__name__}")
+    init = {t.name for t in m.graph.initializer}
+    symbols = {d.dim_param for vi in m.graph.input if vi.name not in init and vi.type.HasField("tensor_type")
+               for d in vi.type.tensor_type.shape.dim if d.dim_param}
+    if lenient:  # (a run over many models: each takes the sizes of the dims it names)
+        items = [item for item in items if any(item.startswith(f"{s}=") for s in symbols)]
+    return parse_dims_args(items, symbols)
+
+
+def _drop_empty_only(m: ModelProto, path, report: CheckReport, dims=None) -> None:
     """Leave out the size warnings no non-empty size breaks (see check); count them. The second
     inference (no tensor empty) reads the model already loaded and skips what does not depend
     on sizes -- onnx.checker and onnxruntime's load-time refusals, whose errors the first
     report holds."""
-    nonempty = CheckReport(path=report.path, assume_nonempty=True)
-    _check(m, path, nonempty, True, sizes_only=True, loaded=True)
+    nonempty = CheckReport(path=report.path, assume_nonempty=True, dims_lenient=report.dims_lenient)
+    _check(m, path, nonempty, True, sizes_only=True, loaded=True, dims=dims)
     kept: dict = {}
     for f in nonempty.findings:
         if f.code in SIZE_CODES and f.severity == WARNING:
@@ -563,7 +597,7 @@ def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport, nodes) ->
 
 
 def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: bool = False,
-           loaded: bool = False) -> ModelProto:
+           loaded: bool = False, dims: Optional[dict] = None) -> ModelProto:
     """The findings of ``model`` (read from ``path`` unless ``loaded``) into ``report``; returns
     the model read. ``sizes_only``: the walk and the size findings, without onnx.checker and the
     load-time refusals (what _drop_empty_only needs of a second inference)."""
@@ -576,6 +610,9 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
         m = model
         check_external_data(m, None)
     report.nodes = len(m.graph.node)
+    if dims:
+        dims = resolve_dims(dims, m, lenient=report.dims_lenient)
+        report.dims = {n: d.text() for n, d in dims.items()}
     structural = False
     for p in structure_problems(m):
         report.add(ERROR, p.code, p.message, p.node, p.op)
@@ -603,10 +640,11 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
         return m
     result = InferenceResult(m, engine)
     contract = result.contract()
+    scope = Scope(contract, dims)
     if not sizes_only:
         _load_refusals(m, result, report, refused)
         report.contract = contract.as_dict()
-        contract_findings(m, contract, report)
+        contract_findings(m, contract, report, dims)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
              "future-opset": (WARNING, "future-opset"), "unknown-op": (WARNING, "unknown-op"),
@@ -630,21 +668,23 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
             key = (d.dims, runs)
             if key not in searched:
                 # (a failure outside the contract's envelope is the clause's, not this node's)
-                dims, test = (a, b), contract.within(holds(kind, a, b))
+                pair, test = (a, b), scope.within(holds(kind, a, b))
                 if runs is not None and runs != 1:
-                    dims, test = (a, b, runs), or_not_run(test, runs)
-                found = counterexample(dims, test, nonempty)
-                searched[key] = None if found is None else relevant(dims, found, test, nonempty)
+                    pair, test = (a, b, runs), or_not_run(test, runs)
+                found = counterexample(pair, test, nonempty, scope.extra())
+                searched[key] = None if found is None else relevant(pair, found, test, nonempty)
             example = searched[key]
             if example is None:
                 continue
-            # the breaking sizes first (only the symbols that matter), then the condition
+            # the breaking sizes first (only the symbols that matter), then the condition; inside
+            # the sizes the user runs at (--dims), an error
+            severity = ERROR if scope.inside(example) and runs == 1 else WARNING
             where = f"fails for {binding_str(example)}{running_clause(d.region)}"
             if kind == "broadcast":  # a broadcast the algebra resolved to one side
-                report.add(WARNING, "forced-broadcast", f"{where}: broadcasting holds only "
+                report.add(severity, "forced-broadcast", f"{where}: broadcasting holds only "
                            f"when {broadcast_condition((a, b))}", d.node_name, d.op_type)
             else:
-                report.add(WARNING, "conditional-shape", f"{where}: {spoken_condition(d.message, a, b, example)}",
+                report.add(severity, "conditional-shape", f"{where}: {spoken_condition(d.message, a, b, example)}",
                            d.node_name, d.op_type)
         elif d.kind == "opset-implied":
             continue  # onnx.checker's complaint says it (missing-opset-import)
@@ -655,8 +695,8 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
             report.add(severity, code, d.message, d.node_name, d.op_type)
     if not structural and not sizes_only:
         _onnx_checks(m, base_dir, report, result.facts)
-    declared_shapes(result, report, engine, contract, nonempty)
-    per_node(m.graph, result, report, nonempty, contract)
+    declared_shapes(result, report, engine, scope, nonempty)
+    per_node(m.graph, result, report, nonempty, scope)
     return m
 
 
@@ -677,6 +717,17 @@ def _load_refusals(m: ModelProto, result, report: CheckReport, refused: set) -> 
     _empty_window_refusals(result, report, [n for op in _WINDOWED for n in by_op.get(op, ())])
     _resize_layout_refusals(result, report, by_op.get("Resize", ()))
     _string_cast_refusals(m, report, by_op.get("Constant", ()), by_op.get("Cast", ()))
+
+
+NAMES_SAID = 5  # tensors a finding names (the JSON has them all in the message too: it is not cut)
+
+
+def _naming(names: list) -> str:
+    if not names:
+        return ""
+    shown = ", ".join(repr(n) for n in names[:NAMES_SAID])
+    more = f" and {len(names) - NAMES_SAID} more" if len(names) > NAMES_SAID else ""
+    return f" ({shown}{more})"
 
 
 MAX_CHECKER_ROUNDS = 12
@@ -718,8 +769,11 @@ def _onnx_checks(m: ModelProto, base_dir, report: CheckReport, facts) -> None:
                            "onnxruntime sorts the main graph's nodes only, and refuses the model")
                 return
             where = runtime_op_nodes(model, match) if tolerance.code in ("runtime-op", "domain-alias") else [("", "")]
+            said = tolerance.explain(match)
+            if tolerance.code in ("missing-shape", "missing-type"):  # (which tensors: the user fixes those)
+                said += _naming(untyped_values(model, tolerance.code == "missing-type"))
             for node, op in where:  # an op only onnxruntime runs: one warning per node using it
-                report.add(WARNING, tolerance.code, tolerance.explain(match), node, op)
+                report.add(WARNING, tolerance.code, said, node, op)
             if not copied:
                 model, copied = ModelProto(), True
                 model.CopyFrom(m)
@@ -893,11 +947,19 @@ class _in_folder:
 
 
 def check_many(paths: list, *, strict: bool = False, assume_nonempty: bool = False, include_empty: bool = False,
-               jobs: int = 1) -> list:
-    """Reports for several models, in the order given; ``jobs`` > 1 uses that many processes."""
-    options = dict(strict=strict, assume_nonempty=assume_nonempty, include_empty=include_empty)
+               jobs: int = 1, dims=None, on_done=None) -> list:
+    """Reports for several models, in the order given; ``jobs`` > 1 uses that many processes.
+    ``dims`` (see check) apply to each model that names them. ``on_done(k, report)`` is called
+    for each report in that order, as soon as it and those before it are done."""
+    options = dict(strict=strict, assume_nonempty=assume_nonempty, include_empty=include_empty, dims=dims,
+                   dims_lenient=len(paths) > 1)
+    done = on_done or (lambda k, r: None)
     if jobs <= 1 or len(paths) <= 1:
-        return [check(p, **options) for p in paths]
+        out = []
+        for k, p in enumerate(paths):
+            out.append(check(p, **options))
+            done(k, out[-1])
+        return out
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -911,6 +973,10 @@ def check_many(paths: list, *, strict: bool = False, assume_nonempty: bool = Fal
         mp = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=mp) as pool:
         futures = [pool.submit(check, p, **options) for p in paths]
-        return [f.result() for f in futures]
+        out = []
+        for k, f in enumerate(futures):
+            out.append(f.result())
+            done(k, out[-1])
+        return out
 
 

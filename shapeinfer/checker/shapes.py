@@ -68,8 +68,11 @@ _DECLARED_NOTE = " (onnxruntime runs the model and warns; consumers that trust d
 
 
 def _search(dims, test, contract=None, nonempty=()):
-    """A binding at which ``test`` fails, inside the contract's envelope when there is one."""
-    return counterexample(dims, test if contract is None else contract.within(test), nonempty)
+    """A binding at which ``test`` fails, inside ``contract`` (a checker.contract.Scope: the
+    contract's envelope and the user's sizes) when there is one."""
+    if contract is None:
+        return counterexample(dims, test, nonempty)
+    return counterexample(dims, contract.within(test), nonempty, contract.extra())
 
 
 def _only_for_some(report: CheckReport, vi, axis: int, ours, theirs, spelled: str, node, op, search=_search) -> bool:
@@ -166,10 +169,11 @@ def per_node(graph, result, report: CheckReport, nonempty=(), contract=None) -> 
             test = broadcasts(atom.args)
             if contract is not None:
                 test = contract.within(test)
-            found = counterexample(atom.args, test, nonempty)
+            found = counterexample(atom.args, test, nonempty, contract.extra() if contract is not None else None)
             if found is None:
                 continue
-            report.add(WARNING, "forced-broadcast", f"fails for {binding_str(relevant(atom.args, found, test, nonempty))}: "
+            found = relevant(atom.args, found, test, nonempty)
+            report.add(ERROR if contract is not None and contract.inside(found) else WARNING, "forced-broadcast", f"fails for {binding_str(found)}: "
                        f"broadcasting holds only when {broadcast_condition(atom.args)} "
                        f"(inferred as bcast({', '.join(to_str(a) for a in atom.args)}))", node_label(n), n.op_type)
         if new_unknown:

@@ -94,6 +94,20 @@ def _fill_types(model: ModelProto, match, facts) -> bool:
     return True
 
 
+def untyped_values(model: ModelProto, no_type: bool) -> list:
+    """The names of the main graph's inputs, outputs and value_info entries that declare no type
+    (``no_type``) or a tensor type without a shape, in that order."""
+    g = model.graph
+    out = []
+    for vi in (*g.input, *g.output, *g.value_info):
+        if no_type:
+            if not vi.HasField("type"):
+                out.append(vi.name)
+        elif vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape"):
+            out.append(vi.name)
+    return out
+
+
 def _fill_shapes(model: ModelProto, match, facts) -> bool:
     """Give every tensor type without a shape the inferred one; where the rank is not known the
     checker cannot be satisfied: stop re-checking."""

@@ -111,3 +111,84 @@ def top_level_split(text: str) -> list:
             start = i + 1
     parts.append(text[start:])
     return parts
+
+
+MAX_SET = 64  # sizes in one --dims set (a range says more)
+MAX_SIZE = 2 ** 40  # the largest size a range may name
+
+
+class DimSizes:
+    """The sizes a user runs a symbol at (``--dims``): a range ``lo..hi``, one size, or a set."""
+
+    __slots__ = ("lo", "hi", "values")
+
+    def __init__(self, lo: int, hi: int, values=None):
+        self.lo, self.hi = lo, hi
+        self.values = tuple(sorted(set(values))) if values is not None else None
+
+    def admits(self, v: int) -> bool:
+        return v in self.values if self.values is not None else self.lo <= v <= self.hi
+
+    def samples(self) -> tuple:
+        """Sizes of it a search tries first: all of a set; a range's ends, the sizes beside them and
+        a few between (powers of two and their neighbours)."""
+        if self.values is not None:
+            return self.values
+        lo, hi = self.lo, self.hi
+        got = {lo, hi, lo + 1, hi - 1, (lo + hi) // 2}
+        p = 1
+        while p <= hi:
+            got |= {p - 1, p, p + 1}
+            p *= 2
+        return tuple(sorted(v for v in got if lo <= v <= hi))
+
+    def text(self) -> str:
+        if self.values is not None:
+            return ",".join(str(v) for v in self.values)
+        return str(self.lo) if self.lo == self.hi else f"{self.lo}..{self.hi}"
+
+    def __repr__(self):
+        return f"DimSizes({self.text()})"
+
+
+def parse_dims_args(items, symbols) -> dict:
+    """``--dims`` items -> {symbol: DimSizes}. An item is ``NAME=LO..HI`` (a range), ``NAME=N``
+    (one size) or ``NAME=A,B,C`` (a set); NAME is a symbol the model's inputs use, matched
+    literally (an opaque name such as ``a*b`` or ``x=1`` is a name): the longest symbol the item
+    starts with that is followed by ``=``. Raises InputShapeError for a name the model does not
+    use (the message lists its symbols), a symbol given twice, a size that is not a whole number
+    >= 0, an empty range."""
+    names = sorted({s for s in symbols if isinstance(s, str)}, key=len, reverse=True)
+    out: dict = {}
+    for item in items:
+        name = next((n for n in names if item.startswith(n) and item[len(n):len(n) + 1] == "="), None)
+        if name is None:
+            listed = ", ".join(repr(n) for n in sorted(names)) or "none"
+            raise InputShapeError(f"{item!r}: expected NAME=LO..HI, NAME=SIZE or NAME=A,B,C with NAME a dim the "
+                                  f"model's inputs name (they name: {listed})")
+        if name in out:
+            raise InputShapeError(f"{name!r} is given twice (give its sizes at once: {name}=A,B or {name}=LO..HI)")
+        text = item[len(name) + 1:].strip()
+        out[name] = _dim_sizes(item, text)
+    return out
+
+
+def _dim_sizes(item: str, text: str) -> DimSizes:
+    def size(t: str) -> int:
+        t = t.strip()
+        if not (t.isascii() and t.isdigit()) or int(t) > MAX_SIZE:
+            raise InputShapeError(f"{item!r}: {t!r} is not a size (a whole number from 0 to {MAX_SIZE})")
+        return int(t)
+
+    if ".." in text:
+        lo, _, hi = text.partition("..")
+        a, b = size(lo), size(hi)
+        if a > b:
+            raise InputShapeError(f"{item!r}: the range {a}..{b} is empty")
+        return DimSizes(a, b)
+    values = [size(t) for t in text.split(",")] if text else []
+    if not values:
+        raise InputShapeError(f"{item!r}: no size given")
+    if len(values) > MAX_SET:
+        raise InputShapeError(f"{item!r}: more than {MAX_SET} sizes (give a range, LO..HI)")
+    return DimSizes(min(values), max(values), values if len(set(values)) > 1 else None)

@@ -44,14 +44,20 @@ def broadcasts(args):
     return holds
 
 
-def counterexample(dims, holds, nonempty=()) -> Optional[dict]:
+def counterexample(dims, holds, nonempty=(), extra=None) -> Optional[dict]:
     """A binding of the symbols (within their bounds) for which holds() is False, or None when
     none of a fixed, deterministic set of probes breaks it. ``nonempty``: dims that must stay
-    at least 1 (the tensor dims, under assume_nonempty) -- bindings that break them are out."""
+    at least 1 (the tensor dims, under assume_nonempty) -- bindings that break them are out.
+    ``extra``: {symbol: sizes} tried first for those symbols (the sizes a user runs at)."""
     lows = _lows(dims)
     names = sorted(lows)
     rng = random.Random(len(names))
-    tries = [{n: v for n in names} for v in PROBES]
+    tries = []
+    if extra:
+        pools = {n: tuple(extra.get(n, ())) or PROBES for n in names}
+        tries += [{n: pools[n][k % len(pools[n])] for n in names} for k in range(max(len(p) for p in pools.values()))]
+        tries += [{n: rng.choice(pools[n]) for n in names} for _ in range(300 if len(names) > 1 else 0)]
+    tries += [{n: v for n in names} for v in PROBES]
     tries += [{n: rng.choice(PROBES) for n in names} for _ in range(300 if len(names) > 1 else 0)]
     for binding in tries:
         if any(binding[n] < lows[n] for n in names):
