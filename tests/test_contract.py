@@ -78,7 +78,33 @@ def _table_and_multiple(rng):
     return text, {"seq": ("max", n, "mod", k)}
 
 
-FAMILIES = {"baked": _baked, "multiple": _multiple, "table": _table, "topk": _topk, "equal": _equal,
+def _baked_all(rng):
+    """[batch, seq, h] -> [B, P, h]: the traced batch and length both baked: runs only where
+    batch*seq == B*P (finitely many sizes)."""
+    b, p, h = rng.choice((1, 2, 3, 4)), rng.choice((2, 5, 8, 12)), rng.choice((4, 8))
+    text = (f"g (float[batch,seq,{h}] x) => (float[batch,seq,{h}] y) <int64[3] s = {{{b}, {p}, {h}}}> "
+            f"{{ y = Reshape(x, s) }}")
+    return text, {"batch": ("finite", f"batch*seq == {b * p}")}
+
+
+def _baked_expand(rng):
+    """[batch, seq, 1] expanded to [1, P, 8]: runs only at seq = 1 or seq = P."""
+    p = rng.choice((3, 8, 77, 300))
+    text = (f"g (float[batch,seq,1] x) => (float[batch,S,8] y) <int64[3] s = {{1, {p}, 8}}> "
+            f"{{ y = Expand(x, s) }}")
+    return text, {"seq": ("set", (1, p))}
+
+
+def _mask(rng):
+    """A cache of past entries and the new ones concatenated, plus a mask of its own length:
+    the mask's dim must be past + seq (or 1)."""
+    name = rng.choice(("total", "s53", "m"))
+    text = (f"g (float[batch,past,8] k, float[batch,seq,8] x, float[batch,{name},8] mask) => (float[batch,T,8] y) "
+            f"{{ c = Concat<axis=1>(k, x) y = Add(c, mask) }}")
+    return text, {name: ("relation", "past+seq")}
+
+
+FAMILIES = {"baked_all": _baked_all, "baked_expand": _baked_expand, "mask": _mask, "baked": _baked, "multiple": _multiple, "table": _table, "topk": _topk, "equal": _equal,
             "table_and_multiple": _table_and_multiple}
 
 
@@ -126,7 +152,8 @@ def test_a_contract_says_where_the_model_runs(family, seed):
         for kind, value in zip(want[::2], want[1::2]):
             c = said.get((symbol, kind))
             assert c is not None, (family, contract.text())
-            assert (c.value[0] if kind == "mod" else c.value) == value, (family, contract.text())
+            got = c.value[0] if kind == "mod" else c.value
+            assert (str(got) if kind == "relation" else got) == value, (family, contract.text())
     if not expected:
         assert not contract.clauses, contract.text()
     symbols = list(contract.symbols)

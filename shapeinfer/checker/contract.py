@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..infer.contract import Clause, Contract, spoken
-from ..symbolic import EvaluationError, evaluate
+from ..symbolic import EvaluationError, ParseError, evaluate, parse, to_str
 from ..symbolic.search import binding_str
 from .findings import ERROR, WARNING, CheckReport
 
@@ -73,24 +73,39 @@ def contract_findings(model, contract: Contract, report: CheckReport, dims: Opti
             _against_dims(c, dims, report)
             continue
         why = _why(c)
-        if c.kind == "point":
-            place = declared.get(c.symbol)
-            where = f" (input {place[0]!r}, dim {place[1]})" if place else ""
+        if c.kind in ("point", "set", "finite"):
+            names = sorted(r.symbols) if c.kind == "finite" else [c.symbol]
+            places = [f"input {declared[n][0]!r}, dim {declared[n][1]}" for n in names if n in declared]
+            where = f" ({'; '.join(places)})" if places else ""
+            what = " and ".join(names) + (" are" if len(names) > 1 else " is")
+            sizes = {"point": f"at {c.symbol}={c.value}", "finite": f"where {c.value}",
+                     "set": "at " + " or ".join(f"{c.symbol}={v}" for v in c.value) if c.kind == "set" else ""}[c.kind]
             if c.proven:
-                report.add(ERROR, "baked-in-size", f"{c.symbol} is declared dynamic{where}, but the model runs only at "
-                           f"{c.symbol}={c.value}: this node hardcodes it; {why}", r.node, r.op)
+                report.add(ERROR, "baked-in-size", f"{what} declared dynamic{where}, but the model runs only {sizes}: "
+                           f"this node hardcodes {'them' if len(names) > 1 else 'it'}; {why}", r.node, r.op)
             else:
-                report.add(WARNING, "baked-in-size", f"{c.symbol} is declared dynamic{where}, but of the sizes tried "
-                           f"(1 to 65536) the model runs only at {c.symbol}={c.value}: this node fixes it; {why}",
-                           r.node, r.op)
+                report.add(WARNING, "baked-in-size", f"{what} declared dynamic{where}, but of the sizes tried "
+                           f"(1 to 65536) the model runs only {sizes}: this node fixes it; {why}", r.node, r.op)
         elif c.kind == "none" and c.value is None:
             report.add(ERROR, "no-size", f"this node runs at none of the sizes tried (every input dim from 1 to 65536): "
                        f"{why}", r.node, r.op)
         elif c.kind == "none":
             report.add(ERROR if c.proven else WARNING, "no-size", f"the conditions on {c.symbol} leave no size: "
                        f"{contract.text()}", r.node, r.op)
+        elif c.kind == "relation":
+            if not _expected(c):  # (a mask declared [batch, past+seq] says so itself)
+                report.add(WARNING, "input-equality", f"the model runs only when {c.text()}: {why}", r.node, r.op)
         elif c.kind in _CODES:
             report.add(WARNING, _CODES[c.kind], f"the model runs only when {c.text()}: {why}", r.node, r.op)
+
+
+def _expected(c: Clause) -> bool:
+    """Whether the dim's declared name reads as the expression the relation gives it (a dim
+    named ``past+seq`` that must be past + seq)."""
+    try:
+        return to_str(parse(c.symbol)) == to_str(c.value)
+    except (ParseError, ArithmeticError, ValueError):
+        return False
 
 
 def _against_dims(c: Clause, dims: dict, report: CheckReport) -> None:
@@ -109,7 +124,7 @@ def _against_dims(c: Clause, dims: dict, report: CheckReport) -> None:
     if bad is None:
         return  # (every size the user runs at is one the model runs at)
     given = ", ".join(f"{n}={dims[n].text()}" for n in bad)
-    code = "baked-in-size" if c.kind == "point" else _CODES.get(c.kind, "input-bound")
+    code = "baked-in-size" if c.kind in ("point", "set", "finite") else _CODES.get(c.kind, "input-bound")
     failing = {**c.failing, **bad}
     report.add(ERROR, code, f"--dims {given} includes {binding_str(bad)}, where the model fails: it runs only when "
                f"{c.text()}; {_why(Clause(c.kind, c.symbol, c.value, r, failing=failing))}", r.node, r.op)
@@ -133,7 +148,7 @@ def _why(c: Clause) -> str:
     r = c.requirement
     if not c.failing:
         return "its condition never holds"
-    shown = [c.symbol] + ([c.value] if c.kind == "equal" else [])
+    shown = [c.symbol] + ([c.value] if c.kind == "equal" else []) + (sorted(r.symbols) if c.kind in ("finite", "relation") else [])
     at = binding_str({s: v for s, v in c.failing.items() if s in shown} if c.kind != "none" else c.failing)
     if r.kind == "broadcast":
         said = r.said()

@@ -37,7 +37,7 @@ from typing import Optional
 
 from ..graph.structure import node_label
 from ..symbolic import (Bcast, Binding, EvaluationError, Expr, IsZero, Max, Min, Sym, add, as_single_atom, atom_dim, atoms,
-                        evaluate, free_symbols, mul, provably_positive, sub, substitute, sym, to_str)
+                        evaluate, free_symbols, mul, provably_positive, replace_atom, sub, substitute, sym, to_str)
 from ..symbolic.search import broadcasts, holds
 
 SIZES = tuple(range(1, 257)) + (288, 320, 384, 448, 500, 512, 513, 640, 768, 1000, 1023, 1024, 1025, 1536, 2000,
@@ -90,7 +90,9 @@ class Requirement:
 @dataclass
 class Clause:
     """One condition of the contract on one input symbol: ``kind`` "min" (symbol >= value),
-    "max" (<= value), "mod" (symbol % value[0] == value[1]), "point" (== value), "equal" (==
+    "max" (<= value), "mod" (symbol % value[0] == value[1]), "point" (== value), "set" (one of
+    the sizes ``value``), "finite" (an equality over several symbols that finitely many sizes
+    meet, ``value`` its text: ``batch*seq == 16``), "equal" (==
     the symbol named by value; ``or_one``: or one of them is 1, as a broadcast allows) or "none"
     (no size runs the requirement). ``requirement`` is the one that imposes it (the tightest);
     ``failing`` a binding of that requirement's symbols at which it fails, evaluated."""
@@ -104,7 +106,7 @@ class Clause:
     or_one: bool = False
 
     def text(self) -> str:
-        s = self.symbol
+        s = name_str(self.symbol)
         if self.kind == "min":
             return f"{s} >= {self.value}"
         if self.kind == "max":
@@ -115,7 +117,13 @@ class Clause:
         if self.kind == "point":
             return f"{s} == {self.value}"
         if self.kind == "equal":
-            return f"{s} == {self.value}" + (" (or one of them is 1)" if self.or_one else "")
+            return f"{s} == {name_str(self.value)}" + (" (or one of them is 1)" if self.or_one else "")
+        if self.kind == "set":
+            return f"{s} in {{{', '.join(str(v) for v in self.value)}}}"
+        if self.kind == "finite":
+            return self.value
+        if self.kind == "relation":
+            return f"{s} == {to_str(self.value)}" + (" (or one of them is 1)" if self.or_one else "")
         return f"no size of {s}"
 
     def admits(self, binding: dict) -> bool:
@@ -133,13 +141,36 @@ class Clause:
         if self.kind == "equal":
             w = binding.get(self.value)
             return w is None or v == w or (self.or_one and 1 in (v, w))
+        if self.kind == "set":
+            return v in self.value
+        if self.kind == "relation":
+            if not free_symbols(self.value) <= binding.keys():
+                return True
+            try:
+                w = evaluate(self.value, binding)
+            except _ERRORS:
+                return False
+            return v == w or (self.or_one and 1 in (v, w))
+        if self.kind == "finite":
+            if not self.requirement.symbols <= binding.keys():
+                return True
+            try:
+                return bool(self.requirement.test()(Binding(binding)))
+            except _ERRORS:
+                return False
         return False
 
     def as_dict(self) -> dict:
         value = list(self.value) if isinstance(self.value, tuple) else self.value
+        value = to_str(value) if isinstance(value, Expr) else value
         return {"kind": self.kind, "symbol": self.symbol, "value": value, "text": self.text(),
                 "node": self.requirement.node, "op": self.requirement.op, "proven": self.proven,
                 "failing": dict(self.failing)}
+
+
+def name_str(symbol: str) -> str:
+    """A symbol as messages write it: its name, quoted where it is not an identifier ('past+seq')."""
+    return to_str(sym(symbol))
 
 
 @dataclass
@@ -182,9 +213,9 @@ class Contract:
             lo = next((c.value for c in cs if c.kind == "min"), None)
             hi = next((c.value for c in cs if c.kind == "max"), None)
             if hi is not None:
-                parts.append(f"{lo if lo is not None else 1} <= {s} <= {hi}")
+                parts.append(f"{lo if lo is not None else 1} <= {name_str(s)} <= {hi}")
             elif lo is not None:
-                parts.append(f"{s} >= {lo}")
+                parts.append(f"{name_str(s)} >= {lo}")
             parts.extend(c.text() for c in cs if c.kind not in ("min", "max"))
         if self.open:  # (check warns of each, with a failing size)
             r = self.open[0][0]
@@ -247,12 +278,7 @@ def requirements(result, symbols: set) -> list:
                 if not isinstance(dim, Expr):
                     continue
                 if dim not in read:
-                    read[dim] = ()
-                    if any(isinstance(a, Bcast) for a in atoms(dim)):
-                        try:
-                            read[dim] = tuple(a for a in atoms(substitute(dim, positive)) if isinstance(a, Bcast))
-                        except _ERRORS:
-                            pass
+                    read[dim] = tuple(_live_broadcasts(dim, positive))
                 for atom in read[dim]:
                     if atom not in seen:
                         seen.add(atom)
@@ -260,6 +286,25 @@ def requirements(result, symbols: set) -> list:
                                               f"broadcasting holds only when {broadcast_condition(atom.args)}"),
                              symbols, None)
     return list(out.values())[:MAX_REQUIREMENTS]
+
+
+_MARK = "\x00bcast"  # (no model's name holds a NUL)
+
+
+def _live_broadcasts(dim, positive: dict):
+    """The bcast atoms of dim that a non-empty run meets (not under a factor only an empty
+    input makes non-zero), each with its operands read over symbols at least 1 -- as a bcast
+    atom over them (the condition stays, though positive operands may make bcast pick one)."""
+    for atom in atoms(dim):
+        if not isinstance(atom, Bcast):
+            continue
+        try:
+            marked = substitute(replace_atom(dim, atom, sym(_MARK)), positive)
+            if _MARK not in free_symbols(marked):
+                continue
+            yield Bcast(tuple(substitute(a, positive) for a in atom.args))
+        except _ERRORS:
+            continue
 
 
 def _add(out: dict, r: Requirement, symbols: set, positive: Optional[dict]) -> None:
@@ -385,8 +430,9 @@ def _example(reqs: list, tests: dict, names: list, budget: _Budget) -> Optional[
             if budget.check(r, tests[r], best):
                 continue
             for s in sorted(r.symbols):
-                for v in _roots(r, s, best) + SIZES:
-                    trial = {**best, s: v}
+                low = {**best, **{t: 1 for t in r.symbols if t != s}}  # (its other dims at 1: a product baked in)
+                for trial in [{**best, s: v} for v in _roots(r, s, best) + SIZES] + \
+                        [{**low, s: v} for v in _roots(r, s, low)]:
                     if budget.check(r, tests[r], trial):
                         got = score(trial)
                         if got >= best_score:
@@ -406,11 +452,12 @@ def _own_example(r: Requirement, test, budget: _Budget) -> Optional[dict]:
     return _example([r], {r: test}, sorted(r.symbols), budget)
 
 
-def _linear(r: Requirement, s: str):
+def _linear(r: Requirement, s: str, broadcast: bool = False):
     """(c0, c1) with ``dims[0] - dims[1] == c1*s + c0`` where that is the requirement's
     difference as a polynomial of degree at most 1 in s (s in no other term: not under a
-    division, a min...), the other symbols at least 1; else None."""
-    if r.kind != "equal":
+    division, a min...), the other symbols at least 1; else None. Of an equality (and, with
+    ``broadcast``, of a broadcast of two dims)."""
+    if r.kind != "equal" and not (broadcast and r.kind == "broadcast" and len(r.dims) == 2):
         return None
     others = {t: sym(t, 1) for t in r.symbols if t != s}
     try:
@@ -435,8 +482,9 @@ def _linear(r: Requirement, s: str):
 
 
 def _roots(r: Requirement, s: str, binding: dict) -> tuple:
-    """The root in s of an equality linear in s, at binding, if it is a size (>= 1)."""
-    lin = _linear(r, s)
+    """The root in s of an equality (or a broadcast of two dims: where they are equal) linear in
+    s, at binding, if it is a size (>= 1)."""
+    lin = _linear(r, s, r.kind == "broadcast")
     if lin is None:
         return ()
     try:
@@ -446,11 +494,11 @@ def _roots(r: Requirement, s: str, binding: dict) -> tuple:
     if not (isinstance(c0, int) and isinstance(c1, int)) or c1 == 0 or c0 % c1:
         return ()
     root = -c0 // c1
-    return (root,) if root >= 1 and root not in SIZES else ()
+    return (root,) if root >= 1 else ()
 
 
 def _solutions(r: Requirement, test, s: str, base: dict, budget: _Budget, sizes: tuple = SIZES) -> tuple:
-    extra = _roots(r, s, base) if sizes is SIZES else ()
+    extra = tuple(v for v in _roots(r, s, base) if v not in SIZES) if sizes is SIZES else ()
     return tuple(v for v in extra + sizes if budget.check(r, test, {**base, s: v}))
 
 
@@ -469,6 +517,8 @@ def _shape_of(sol: tuple, sizes: tuple = SIZES):
         return ("point", lo, lo, lo)
     if sol == [v for v in tried if lo <= v <= hi]:
         return ("range", None, lo, top)
+    if len(sol) <= MAX_SET and top is not None:
+        return ("set", tuple(sol), lo, hi)
     k = 0
     for a, b in zip(sol, sol[1:]):
         k = math.gcd(k, b - a)
@@ -483,6 +533,16 @@ def _read(r: Requirement, test, base: dict, budget: _Budget) -> Optional[list]:
     not said so (it stays open). A symbol's form must stay the same where another symbol takes
     other sizes at which r holds; else r relates them (an equality, or open)."""
     names = sorted(r.symbols)
+    related = _relation(r)
+    if related is not None:  # (a dim that must be a sum of others: a mask of past + seq)
+        t, e = related
+        return [Clause("relation", t, e, r, failing={**{n: base[n] for n in names}, t: base[t] + 1},
+                       or_one=r.kind == "broadcast")]
+    finite = _finite(r)
+    if finite is not None:  # (a size baked over several dims: batch*seq == 16)
+        s0 = names[0]
+        bad = {**{t: base[t] for t in names}, s0: base[s0] + 1}
+        return [Clause("finite", s0, finite, r, failing=bad, proven=True)]
     sols = {s: _solutions(r, test, s, base, budget) for s in names}
     clauses: list = []
     for s in names:
@@ -517,6 +577,10 @@ def _read(r: Requirement, test, base: dict, budget: _Budget) -> Optional[list]:
         if kind == "point":
             clauses.append(Clause("point", s, value, r, failing=failing(value + 1), proven=proven))
             continue
+        if kind == "set":
+            wrong = next(v for v in range(1, value[-1] + 2) if v not in value)
+            clauses.append(Clause("set", s, value, r, failing=failing(wrong), proven=_proven_set(r, s, value)))
+            continue
         if kind == "mod":
             k, res = value
             start = lo or 1
@@ -530,6 +594,7 @@ def _read(r: Requirement, test, base: dict, budget: _Budget) -> Optional[list]:
 
 
 MAX_FILL = 4096  # sizes tried between two of SIZES, beside a bound
+MAX_SET = 4  # a few single sizes (a broadcast against a baked size: 1 or 8) are a set; more stay open
 
 
 def _fill(r: Requirement, test, s: str, base: dict, sol: tuple, form: tuple, budget: _Budget) -> tuple:
@@ -602,6 +667,86 @@ def _proven_point(r: Requirement, s: str, value: int) -> bool:
         return False
 
 
+def _relation(r: Requirement):
+    """(t, E) where r says the symbol t alone equals (or broadcasts with) E, an expression of
+    other symbols that is not a single symbol nor a size: ``s53 == past + seq``."""
+    if r.kind not in ("equal", "broadcast") or len(r.dims) != 2:
+        return None
+    for x, e in (r.dims, r.dims[::-1]):
+        if not isinstance(x, Expr) or not isinstance(e, Expr) or len(x.terms) != 1 or x.terms[0][1] != 1:
+            continue
+        mono = x.terms[0][0]
+        if len(mono) != 1 or mono[0][1] != 1 or not isinstance(mono[0][0], Sym):
+            continue
+        t = mono[0][0].name
+        free = free_symbols(e)
+        if t in free or len(free) < 2 and len(e.terms) == 1 and e.terms[0][1] == 1:
+            continue  # (t on both sides, or t against another single symbol: an equality)
+        if any(not isinstance(a, Sym) for a in atoms(e)):
+            continue
+        return t, e
+    return None
+
+
+def _finite(r: Requirement) -> Optional[str]:
+    """``Q == c`` where r is an equality whose difference, over symbols at least 1, is a
+    polynomial in two or more symbols, each in some term, every term but the constant of one
+    sign and the constant of the other: each symbol is then at most c over its term's
+    coefficient, and finitely many sizes meet it -- a size baked in over several dims (a traced
+    [2, 8, 4, 8] for [batch, seq, 32]: ``batch*seq == 16``). Its text, or None."""
+    if r.kind != "equal" or len(r.symbols) < 2:
+        return None
+    try:
+        diff = sub(r.dims[0], r.dims[1])
+    except _ERRORS:
+        return None
+    if not isinstance(diff, Expr) or any(not isinstance(a, Sym) for a in atoms(diff)):
+        return None
+    const = 0
+    terms = []
+    for mono, coef in diff.terms:
+        if not mono:
+            const = coef
+        else:
+            terms.append((mono, coef))
+    if not terms or const == 0 or any((c > 0) == (const > 0) for _, c in terms):
+        return None
+    if const > 0:  # (written with positive terms on the left)
+        const, terms = -const, [(m, -c) for m, c in terms]
+    if not all(isinstance(c, int) for _, c in terms):
+        return None
+    g = 0
+    for _, c in terms:
+        g = math.gcd(g, c)
+    g = math.gcd(g, -const) or 1
+    left = 0
+    for mono, c in terms:
+        term = c // g
+        for atom, e in mono:
+            for _ in range(e):
+                term = mul(term, atom_dim(atom))
+        left = add(left, term)
+    used = set()
+    for mono, _ in terms:
+        used |= {a.name for a, _ in mono}
+    if used != set(r.symbols):
+        return None
+    return f"{to_str(left)} == {-const // g}"
+
+
+def _proven_set(r: Requirement, s: str, values: tuple) -> bool:
+    """r broadcasts the symbol s alone with a constant k > 1: it holds at s = 1 and s = k only."""
+    if r.kind != "broadcast" or len(r.dims) != 2 or len(values) != 2:
+        return False
+    a, b = r.dims
+    for x, k in ((a, b), (b, a)):
+        if type(k) is int and k > 1 and isinstance(x, Expr) and len(x.terms) == 1 and x.terms[0][1] == 1:
+            mono = x.terms[0][0]
+            if len(mono) == 1 and isinstance(mono[0][0], Sym) and mono[0][0].name == s and mono[0][1] == 1:
+                return values == (1, k)
+    return False
+
+
 def _merge(clauses: list) -> list:
     """One clause of each kind per symbol (the tightest; a point over the others), in the
     order first imposed; a symbol whose clauses leave no size gets a "none" clause."""
@@ -614,6 +759,11 @@ def _merge(clauses: list) -> list:
         if nones:
             out.append(nones[0])
             continue
+        if any(c.kind in ("set", "finite", "relation") for c in cs):  # (said as they are)
+            out.extend(c for c in cs if c.kind in ("set", "finite", "relation"))
+            cs = [c for c in cs if c.kind not in ("set", "finite", "relation")]
+            if not cs:
+                continue
         points = [c for c in cs if c.kind == "point"]
         lows = [c for c in cs if c.kind == "min"]
         highs = [c for c in cs if c.kind == "max"]
@@ -680,6 +830,12 @@ def _verify(contract: Contract, reqs: list, tests: dict, wanted: list, budget: _
         for c in contract.clauses:  # (an equality: the same size on both sides)
             if c.kind == "equal":
                 b[c.symbol] = b[c.value]
+        for c in contract.clauses:  # (a relation: its dim made of the others)
+            if c.kind == "relation" and free_symbols(c.value) <= b.keys():
+                try:
+                    b[c.symbol] = max(1, int(evaluate(c.value, b)))
+                except _ERRORS:
+                    pass
         if contract.admits(b):
             samples.append(b)
     failed: dict = {}

@@ -8,7 +8,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ...semantics import INT_RANGES, wrap_int
-from ...symbolic import (BroadcastError, Dim, Expr, at_zero, bcast, broadcast_implied, fits, mul, provably_nonneg, provably_not_one,
+from ...symbolic import (Bcast, BroadcastError, Dim, Expr, as_single_atom, at_zero, bcast, fits, mul, provably_nonneg, provably_not_one,
                          to_str, zero_factors)
 from ..facts import UNKNOWN, Fact, Wrapped, as_dim, obj_array, shape_str
 
@@ -56,7 +56,10 @@ def broadcast_dims(ctx, a: Optional[Dim], b: Optional[Dim], shapes) -> Optional[
         return known if provably_not_one(known) else None
     try:
         out = bcast(a, b)
-        if out != a and broadcast_implied(out, a) or out != b and broadcast_implied(out, b):
+        # a side that won over another it may differ from (implied: a zero case, min(64, seq);
+        # or provably not 1: seq against a baked 8): valid only where they broadcast
+        if a != b and not (type(a) is int and a == 1) and not (type(b) is int and b == 1) \
+                and not isinstance(as_single_atom(out), Bcast):
             ctx.condition(f"valid only when {to_str(a)} and {to_str(b)} broadcast (shapes "
                           f"{', '.join(shape_str(s) for s in shapes)})", "broadcast", a, b)
         return out
