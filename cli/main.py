@@ -442,6 +442,9 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
               help="The sizes a dim is run at (repeatable): a range --dims seq=1..4096, one size --dims seq=128, "
                    "a set --dims batch=1,2,4. NAME is a dim the model's inputs name, matched literally. A failure "
                    "at those sizes is an error; one outside them is not reported.")
+@click.option("--input-shape", "input_shape", multiple=True, metavar="NAME:DIMS",
+              help="Fix an input's whole shape, e.g. --input-shape x:1,seq,768 or x=1,seq,768 (repeatable; NAME is "
+                   "the model's input name, the longest that fits: tf2onnx's input:0 works).")
 @click.option("-r", "--recursive", is_flag=True, help="A folder given as MODEL is searched for *.onnx in its "
               "subfolders too (without it, only the folder's own *.onnx files).")
 @click.option("--ignore", "ignore", multiple=True, metavar="CODE",
@@ -451,8 +454,8 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
                    "baselines); a new one still fails it. Write FILE with --update-baseline.")
 @click.option("--update-baseline", is_flag=True,
               help="Write every finding of this run to the --baseline FILE (replacing it) and exit 0.")
-def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty, include_empty, dims, recursive, ignore,
-              baseline, update_baseline):
+def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty, include_empty, dims, input_shape, recursive,
+              ignore, baseline, update_baseline):
     """Validate MODEL... for CI: onnx.checker, structure and full shape inference.
 
     Each model's input contract -- the sizes of its input dims at which it runs -- is printed
@@ -495,9 +498,11 @@ def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty, include_e
 
     try:
         reports = check_many(list(model_paths), strict=strict, assume_nonempty=assume_nonempty,
-                             include_empty=include_empty, jobs=jobs, dims=list(dims) or None, on_done=done)
+                             include_empty=include_empty, jobs=jobs, dims=list(dims) or None, on_done=done,
+                             input_shapes=list(input_shape) or None)
     except InputShapeError as e:
-        raise click.BadParameter(str(e), param_hint="--dims") from None
+        hint = "--dims/--input-shape" if dims and input_shape else "--dims" if dims else "--input-shape"
+        raise click.BadParameter(str(e), param_hint=hint) from None
     if len(model_paths) > 1 and _stderr_on_terminal():
         click.echo("", err=True)
     if dims and len(model_paths) > 1:  # (each model takes the dims it names; a name none uses is a typo)

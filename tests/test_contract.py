@@ -191,7 +191,7 @@ def test_the_contract_is_in_text_json_junit_and_infer():
     path = os.path.join(CORPUS, "bert_classic.onnx")
     runner = CliRunner()
     text = runner.invoke(cli, ["check", path]).output
-    assert f"{path}: runs when: 1 <= seq <= 64" in text.splitlines()
+    assert f"{path}: runs when: 1 <= seq <= 64 (e.g. batch=64, seq=64)" in text.splitlines()
     data = __import__("json").loads(runner.invoke(cli, ["check", path, "--format", "json"]).output)
     contract = data["models"][0]["contract"]
     assert contract["runs_when"] == "1 <= seq <= 64"

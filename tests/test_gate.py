@@ -139,3 +139,19 @@ def test_json_and_junit_carry_codes_contract_and_dims():
     junit = runner.invoke(cli, ["check", BERT, "--format", "junit"]).output
     assert "[input-bound]" in junit and 'name="runs_when"' in junit
     assert np.isfinite(model["seconds"])
+
+
+def test_input_shape_fixes_a_shape_the_longest_input_name_first(tmp_path):
+    """tf2onnx names inputs input:0: NAME:DIMS takes the longest input name that fits."""
+    m = onnx.parser.parse_model(BAKED)
+    m.graph.input[0].name = "x:0"
+    m.graph.node[1].input[0] = "x:0"
+    path = str(tmp_path / "tf.onnx")
+    onnx.save(m, path)
+    runner = CliRunner()
+    r = runner.invoke(cli, ["check", path, "--input-shape", "x:0:2,5,32"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["check", path, "--input-shape", "x:0=2,6,32"])
+    assert r.exit_code == 1 and "[shape-error]" in r.output, r.output
+    r = runner.invoke(cli, ["check", path, "--input-shape", "y:2"])
+    assert r.exit_code == 2 and "no input named 'y'" in r.output

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..infer.contract import Clause, Contract, spoken
+from ..infer.contract import Clause, Contract, name_str, spoken
 from ..symbolic import EvaluationError, ParseError, evaluate, parse, to_str
 from ..symbolic.search import binding_str
 from .findings import ERROR, WARNING, CheckReport
@@ -77,9 +77,10 @@ def contract_findings(model, contract: Contract, report: CheckReport, dims: Opti
             names = sorted(r.symbols) if c.kind == "finite" else [c.symbol]
             places = [f"input {declared[n][0]!r}, dim {declared[n][1]}" for n in names if n in declared]
             where = f" ({'; '.join(places)})" if places else ""
-            what = " and ".join(names) + (" are" if len(names) > 1 else " is")
-            sizes = {"point": f"at {c.symbol}={c.value}", "finite": f"where {c.value}",
-                     "set": "at " + " or ".join(f"{c.symbol}={v}" for v in c.value) if c.kind == "set" else ""}[c.kind]
+            what = " and ".join(name_str(n) for n in names) + (" are" if len(names) > 1 else " is")
+            s = name_str(c.symbol)
+            sizes = {"point": f"at {s}={c.value}", "finite": f"where {c.value}",
+                     "set": "at " + " or ".join(f"{s}={v}" for v in c.value) if c.kind == "set" else ""}[c.kind]
             if c.proven:
                 report.add(ERROR, "baked-in-size", f"{what} declared dynamic{where}, but the model runs only {sizes}: "
                            f"this node hardcodes {'them' if len(names) > 1 else 'it'}; {why}", r.node, r.op)

@@ -41,9 +41,11 @@ def render_text(reports: list) -> str:
                 names = ", ".join(g.node or "<unnamed>" for g in found[1:1 + NAMES_SHOWN])
                 more = f", ... ({len(found) - 1 - NAMES_SHOWN} more)" if len(found) - 1 > NAMES_SHOWN else ""
                 lines.append(f"{r.path}:   the same on {len(found) - 1} more node(s): {names}{more}")
-    for r in reports:  # the sizes each model runs at, where it says something
+    for r in reports:  # the sizes each model runs at, where it says something, with sizes it runs at
         if r.runs_when():
-            lines.append(f"{r.path}: runs when: {r.runs_when()}")
+            example = r.contract.get("example")
+            said = f" (e.g. {', '.join(f'{k}={v}' for k, v in example.items())})" if example else ""
+            lines.append(f"{r.path}: runs when: {r.runs_when()}{said}")
     for r in reports:  # the report ends with one summary line per model
         lines.append(r.summary())
     return "".join(one_line(line) + "\n" for line in lines)

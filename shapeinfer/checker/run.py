@@ -60,7 +60,7 @@ from ..graph.structure import (graphs_of, node_label, shadowed_names, shadowing_
                                unread_initializer_problems)
 from ..infer.engine import Engine
 from ..infer.facts import INT_TYPES, dtype_name
-from ..infer.overrides import DimSizes, parse_dims_args
+from ..infer.overrides import DimSizes, check_input_shapes, parse_dims_args, parse_input_shape_args
 from ..infer.result import InferenceResult
 from ..infer.unreached import inference_view, load_time_static, load_time_valued, or_not_run, readable_by_onnx_inference, running_clause
 from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
@@ -82,7 +82,7 @@ SIZE_CODES = frozenset({"forced-broadcast", "conditional-shape", "declared-shape
 
 
 def check(model, *, strict: bool = False, assume_nonempty: bool = False, include_empty: bool = False,
-          name: Optional[str] = None, dims=None, dims_lenient: bool = False) -> CheckReport:
+          name: Optional[str] = None, dims=None, dims_lenient: bool = False, input_shapes=None) -> CheckReport:
     """Check one model (a path or a ModelProto); never raises for a bad model: see the findings.
 
     ``dims``: the sizes the model is run at, {symbol: "1..4096" | "128" | "1,2,4" | int | list}
@@ -102,10 +102,10 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, include
     report = CheckReport(path=name or path or "<model>", strict=strict, assume_nonempty=assume_nonempty,
                          dims_lenient=dims_lenient)
     try:
-        m = _check(model, path, report, assume_nonempty, dims=dims)
+        m = _check(model, path, report, assume_nonempty, dims=dims, input_shapes=input_shapes)
         if not include_empty and not assume_nonempty and any(f.code in SIZE_CODES and f.severity == WARNING
                                                               for f in report.findings):
-            _drop_empty_only(m, path, report, dims)
+            _drop_empty_only(m, path, report, dims, input_shapes)
     except InputShapeError:
         raise  # (a usage error: sizes given for a dim the model does not name)
     except ModelLoadError as e:
@@ -145,13 +145,28 @@ def resolve_dims(spec, m: ModelProto, lenient: bool = False) -> dict:
     return parse_dims_args(items, symbols)
 
 
-def _drop_empty_only(m: ModelProto, path, report: CheckReport, dims=None) -> None:
+def resolve_input_shapes(spec, m: ModelProto, lenient: bool = False) -> dict:
+    """``input_shapes`` as check takes it -- "NAME:d0,d1" / "NAME=d0,d1" items (--input-shape,
+    NAME resolved against the model's input names, the longest that fits) or {name: [dims]} --
+    checked against the model (check_input_shapes). ``lenient``: items naming no input of this
+    model are left out."""
+    names = [vi.name for vi in m.graph.input]
+    if isinstance(spec, (list, tuple)):
+        items = [i for i in spec if not lenient or any(i.startswith(n) and i[len(n):len(n) + 1] in (":", "=")
+                                                      for n in names)]
+        spec = parse_input_shape_args(items, names)
+    elif lenient and isinstance(spec, dict):
+        spec = {k: v for k, v in spec.items() if k in names}
+    return check_input_shapes(m, spec)
+
+
+def _drop_empty_only(m: ModelProto, path, report: CheckReport, dims=None, input_shapes=None) -> None:
     """Leave out the size warnings no non-empty size breaks (see check); count them. The second
     inference (no tensor empty) reads the model already loaded and skips what does not depend
     on sizes -- onnx.checker and onnxruntime's load-time refusals, whose errors the first
     report holds."""
     nonempty = CheckReport(path=report.path, assume_nonempty=True, dims_lenient=report.dims_lenient)
-    _check(m, path, nonempty, True, sizes_only=True, loaded=True, dims=dims)
+    _check(m, path, nonempty, True, sizes_only=True, loaded=True, dims=dims, input_shapes=input_shapes)
     kept: dict = {}
     for f in nonempty.findings:
         if f.code in SIZE_CODES and f.severity == WARNING:
@@ -597,7 +612,7 @@ def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport, nodes) ->
 
 
 def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: bool = False,
-           loaded: bool = False, dims: Optional[dict] = None) -> ModelProto:
+           loaded: bool = False, dims: Optional[dict] = None, input_shapes=None) -> ModelProto:
     """The findings of ``model`` (read from ``path`` unless ``loaded``) into ``report``; returns
     the model read. ``sizes_only``: the walk and the size findings, without onnx.checker and the
     load-time refusals (what _drop_empty_only needs of a second inference)."""
@@ -613,6 +628,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
     if dims:
         dims = resolve_dims(dims, m, lenient=report.dims_lenient)
         report.dims = {n: d.text() for n, d in dims.items()}
+    fixed = resolve_input_shapes(input_shapes, m, lenient=report.dims_lenient) if input_shapes else None
     structural = False
     for p in structure_problems(m):
         report.add(ERROR, p.code, p.message, p.node, p.op)
@@ -632,7 +648,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
                    f"{node.domain!r} do not include it, and no operator set defines that domain: onnxruntime refuses "
                    "the model", node.name, node.op_type)
     refused = _runtime_refusals(m, report)
-    engine = Engine(m, assume_nonempty=assume_nonempty, base_dir=base_dir, keep_going=True)
+    engine = Engine(m, input_shapes=fixed, assume_nonempty=assume_nonempty, base_dir=base_dir, keep_going=True)
     try:
         engine.run()
     except ShapeInferenceError as e:  # not per node (e.g. a cycle inside a subgraph)
@@ -947,12 +963,12 @@ class _in_folder:
 
 
 def check_many(paths: list, *, strict: bool = False, assume_nonempty: bool = False, include_empty: bool = False,
-               jobs: int = 1, dims=None, on_done=None) -> list:
+               jobs: int = 1, dims=None, on_done=None, input_shapes=None) -> list:
     """Reports for several models, in the order given; ``jobs`` > 1 uses that many processes.
     ``dims`` (see check) apply to each model that names them. ``on_done(k, report)`` is called
     for each report in that order, as soon as it and those before it are done."""
     options = dict(strict=strict, assume_nonempty=assume_nonempty, include_empty=include_empty, dims=dims,
-                   dims_lenient=len(paths) > 1)
+                   dims_lenient=len(paths) > 1, input_shapes=input_shapes)
     done = on_done or (lambda k, r: None)
     if jobs <= 1 or len(paths) <= 1:
         out = []

@@ -759,8 +759,11 @@ def _merge(clauses: list) -> list:
         if nones:
             out.append(nones[0])
             continue
-        if any(c.kind in ("set", "finite", "relation") for c in cs):  # (said as they are)
-            out.extend(c for c in cs if c.kind in ("set", "finite", "relation"))
+        if any(c.kind in ("set", "finite", "relation") for c in cs):  # (said as they are, each once)
+            for c in cs:
+                if c.kind in ("set", "finite", "relation") and not any(
+                        (o.kind, o.symbol, str(o.value)) == (c.kind, c.symbol, str(c.value)) for o in out):
+                    out.append(c)
             cs = [c for c in cs if c.kind not in ("set", "finite", "relation")]
             if not cs:
                 continue
