@@ -87,7 +87,7 @@ class CheckReport:
     def runs_when(self) -> Optional[str]:
         """The contract's line, where it says something (a condition on the sizes)."""
         c = self.contract
-        if not c or not (c["clauses"] or c["open"]):
+        if not c or not (c["clauses"] or c["open"] or c.get("unread")):
             return None
         return c["runs_when"]
 

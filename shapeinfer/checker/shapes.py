@@ -174,8 +174,7 @@ def per_node(graph, result, report: CheckReport, nonempty=(), contract=None) -> 
                 continue
             found = relevant(atom.args, found, test, nonempty)
             report.add(ERROR if contract is not None and contract.inside(found) else WARNING, "forced-broadcast", f"fails for {binding_str(found)}: "
-                       f"broadcasting holds only when {broadcast_condition(atom.args)} "
-                       f"(inferred as bcast({', '.join(to_str(a) for a in atom.args)}))", node_label(n), n.op_type)
+                       f"broadcasting holds only when {broadcast_condition(atom.args)}", node_label(n), n.op_type)
         if new_unknown:
             report.add(WARNING, "unknown-dims", f"output dims no rule could express: {', '.join(new_unknown)}",
                        node_label(n), n.op_type)

@@ -181,7 +181,8 @@ class Contract:
     clauses: list = field(default_factory=list)
     open: list = field(default_factory=list)  # (requirement, a failing binding inside the envelope or None)
     example: Optional[dict] = None  # sizes at which every requirement holds (None: none found)
-    complete: bool = True
+    complete: bool = True  # every condition inference recorded is read, within the bounds
+    unread: list = field(default_factory=list)  # conditions not read: inside an If or a loop, over unnamed dims
 
     def within(self, test):
         """``test`` (a test of a binding) that holds outside the envelope: a search for a binding
@@ -221,15 +222,20 @@ class Contract:
             r = self.open[0][0]
             more = f" and {len(self.open) - 1} more node(s)" if len(self.open) > 1 else ""
             parts.append(f"where {r.op} {r.node!r}{more} hold{'s' if not more else ''}")
+        if self.unread:  # (check warns of each, where it finds a size that breaks it)
+            parts.append(f"{'and ' if parts else ''}{len(self.unread)} condition(s) not read ({self.unread[0]}"
+                         f"{', ...' if len(self.unread) > 1 else ''})")
         if not parts:
             return "no condition found on the input sizes" if self.symbols else "the inputs have no dynamic dims"
         return ", ".join(parts)
 
     def as_dict(self) -> dict:
         return {"runs_when": self.text(), "symbols": list(self.symbols), "clauses": [c.as_dict() for c in self.clauses],
-                "open": [{"node": r.node, "op": r.op, "condition": r.said() or r.message, "failing": failing}
+                "open": [{"node": r.node, "op": r.op, "failing": failing,
+                          "condition": r.said() or ("its condition (check warns with a size that breaks it)"
+                                                    if any(t in r.message for t in ("iszero(", "bcast(")) else r.message)}
                          for r, failing in self.open],
-                "example": self.example, "complete": self.complete}
+                "example": self.example, "complete": self.complete, "unread": list(self.unread)}
 
 
 SPOKEN_LENGTH = 60  # characters: a longer dim expression is told by its value at an example
@@ -251,24 +257,36 @@ def broadcast_condition(args) -> str:
             atom = as_single_atom(b)
             if isinstance(atom, (Min, Max)) and a in atom.args and len(atom.args) == 2:
                 other = atom.args[1] if atom.args[0] == a else atom.args[0]
-                return f"{to_str(a)} {'<=' if isinstance(atom, Min) else '>='} {to_str(other)} (or one of them is 1)"
-    return " and ".join(to_str(a) for a in args) + " are equal (or 1)"
+                if spoken(a) is not None and spoken(other) is not None:
+                    return f"{spoken(a)} {'<=' if isinstance(atom, Min) else '>='} {spoken(other)} (or one of them is 1)"
+    words = [spoken(a) for a in args]
+    if any(w is None for w in words):  # (an internal term, or too long: no user reads it)
+        return "the dims it broadcasts are equal (or 1)"
+    return " and ".join(words) + " are equal (or 1)"
 
 
 # -- the requirements ----------------------------------------------------------------------------
 
-def requirements(result, symbols: set) -> list:
+def requirements(result, symbols: set, unread: Optional[list] = None) -> list:
     """The requirements of the main graph's code that every run executes, over ``symbols`` only
     (and none reading a dim no rule could express), each once, in graph order. Each is read
     with the symbols at least 1 (the contract is over non-empty inputs): a term that only an
-    empty input gives (``bcast(past, total)*iszero(seq)``) is gone."""
+    empty input gives (``bcast(past, total)*iszero(seq)``) is gone. ``unread`` collects what
+    the contract cannot read: conditions inside an If or a loop, or over a dim no input names."""
+    if unread is None:
+        unread = []
     positive = {s: sym(s, 1) for s in symbols}
     out: dict = {}
     for d in result.diagnostics:
-        if d.kind != "condition" or d.region is not None or len(d.dims) != 3:
+        if d.kind != "condition" or len(d.dims) != 3:
+            continue
+        if d.region is not None:
+            if d.region.runs != 0:
+                unread.append(f"{d.op_type} {d.node_name!r} inside an If or a loop")
             continue
         kind, a, b = d.dims
-        _add(out, Requirement(kind, (a, b), d.node_name, d.op_type, d.message), symbols, positive)
+        if not _add(out, Requirement(kind, (a, b), d.node_name, d.op_type, d.message), symbols, positive):
+            unread.append(f"{d.op_type} {d.node_name!r} over a dim the inputs do not name")
     seen: set = set()
     read: dict = {}  # dim -> its bcast atoms with the symbols positive
     for n in result.model.graph.node:  # (a broadcast the algebra kept: at the node that made it)
@@ -307,21 +325,25 @@ def _live_broadcasts(dim, positive: dict):
             continue
 
 
-def _add(out: dict, r: Requirement, symbols: set, positive: Optional[dict]) -> None:
+def _add(out: dict, r: Requirement, symbols: set, positive: Optional[dict]) -> bool:
+    """Add r (read with the symbols positive); False where it reads a dim no input names."""
     if positive is not None:
         try:
             dims = tuple(substitute(d, positive) for d in r.dims)
         except _ERRORS:
-            return
+            return True
         if r.kind == "equal" and dims[0] == dims[1]:
-            return
+            return True
         r = Requirement(r.kind, dims, r.node, r.op, r.message)
     free = r.symbols
-    if not free or not free <= symbols or (r.kind, r.dims) in out:
-        return
+    if free and not free <= symbols:
+        return False
+    if not free or (r.kind, r.dims) in out:
+        return True
     if any(isinstance(a, Bcast) for d in r.dims for a in atoms(d)) and r.kind != "broadcast":
-        return  # (follows from the broadcast it reads, which is a requirement of its own)
+        return True  # (follows from the broadcast it reads, which is a requirement of its own)
     out[(r.kind, r.dims)] = r
+    return True
 
 
 # -- the derivation ----------------------------------------------------------------------------
@@ -350,7 +372,8 @@ def derive(result, input_symbols: Optional[list] = None) -> Contract:
     if input_symbols is None:
         input_symbols = _input_symbols(result)
     contract = Contract(symbols=tuple(input_symbols))
-    reqs = requirements(result, set(input_symbols))
+    reqs = requirements(result, set(input_symbols), contract.unread)
+    contract.complete = not contract.unread
     if not reqs:
         contract.example = {s: 1 for s in input_symbols} if input_symbols else {}
         return contract
@@ -389,6 +412,7 @@ def derive(result, input_symbols: Optional[list] = None) -> Contract:
         contract.open.sort(key=lambda o: order[id(o[0])])
     except _Exhausted:
         contract.complete = False
+        contract.unread.append(f"past {MAX_EVALUATIONS} evaluations")
         named = {id(c.requirement) for c in contract.clauses}
         contract.open = [(r, None) for r in reqs if id(r) not in named]
     return contract
@@ -512,19 +536,21 @@ def _shape_of(sol: tuple, sizes: tuple = SIZES):
         return ("any", None, None, None)
     sol = sorted(sol)
     lo, hi = sol[0], sol[-1]
-    top = hi if hi < tried[-1] else None
+    seen = set(tried)
     if len(sol) == 1:
         return ("point", lo, lo, lo)
-    if sol == [v for v in tried if lo <= v <= hi]:
-        return ("range", None, lo, top)
-    if len(sol) <= MAX_SET and top is not None:
-        return ("set", tuple(sol), lo, hi)
+    if sol == [v for v in tried if lo <= v <= hi]:  # (a bound only where the size past it was tried)
+        return ("range", None, lo, hi if hi + 1 in seen else None)
     k = 0
     for a, b in zip(sol, sol[1:]):
         k = math.gcd(k, b - a)
-    if k > 1 and sol == [v for v in tried if lo <= v <= hi and v % k == lo % k]:
+    progression = k > 1 and sol == [v for v in tried if lo <= v <= hi and v % k == lo % k]
+    if len(sol) <= MAX_SET and hi + 1 in seen and (len(sol) == 2 or not progression):
+        return ("set", tuple(sol), lo, hi)
+    if progression:
         first = lo % k or k
-        return ("mod", (k, lo % k), lo if lo > first else None, top)
+        # (a bound only where the next size of that residue was tried: 208 + 52 = 260 may run)
+        return ("mod", (k, lo % k), lo if lo > first else None, hi if hi + k in seen else None)
     return None
 
 
@@ -558,9 +584,7 @@ def _read(r: Requirement, test, base: dict, budget: _Budget) -> Optional[list]:
         # (a single size must stay where the others take any size: one that moves with them is
         # an equality between symbols, not a size)
         proven = kind == "point" and _proven_point(r, s, value)
-        stable = proven or all(_shape_of(_solutions(r, test, s, {**base, t: w}, budget, STABLE_SIZES), STABLE_SIZES) == near
-                     for t in names if t != s
-                     for w in (sorted(set(OTHERS) - {base[t]}) if kind == "point" else _picks(sols[t], base[t])))
+        stable = proven or _stable(r, test, s, base, sols, near, budget)
         if not stable:
             eq = _equality(r, test, s, base, budget)
             if eq is None:
@@ -593,7 +617,8 @@ def _read(r: Requirement, test, base: dict, budget: _Budget) -> Optional[list]:
     return clauses
 
 
-MAX_FILL = 4096  # sizes tried between two of SIZES, beside a bound
+MAX_FILL = 4096  # sizes tried between two of SIZES, below a lower bound
+MAX_FILL_STEPS = 2048  # steps upward from the largest size that holds, to find where it stops
 MAX_SET = 4  # a few single sizes (a broadcast against a baked size: 1 or 8) are a set; more stay open
 
 
@@ -614,15 +639,39 @@ def _fill(r: Requirement, test, s: str, base: dict, sol: tuple, form: tuple, bud
             break
         sol.add(v)
         v -= step
-    above = min((v for v in ordered if v > last), default=None)
-    v = last + step
-    while above is not None and v < above and v - last <= MAX_FILL:
-        tried.add(v)
-        if not budget.check(r, test, {**base, s: v}):
-            break
-        sol.add(v)
+    if last + 1 not in tried and last + 1 <= SIZES[-1]:  # (the size just past the largest: a set ends there)
+        tried.add(last + 1)
+        if budget.check(r, test, {**base, s: last + 1}):
+            sol.add(last + 1)
+            last += 1
+    v, steps = last + step, 0  # (upward: through the sizes known to hold, to the first that fails)
+    while v <= SIZES[-1] and steps < MAX_FILL_STEPS:
+        if v not in sol:
+            if v in tried:
+                break  # (tried before, and it fails)
+            tried.add(v)
+            if not budget.check(r, test, {**base, s: v}):
+                break
+            sol.add(v)
         v += step
+        steps += 1
     return tuple(sorted(sol)), tuple(sorted(tried))
+
+
+def _stable(r: Requirement, test, s: str, base: dict, sols: dict, near, budget: _Budget) -> bool:
+    """Whether s takes the same form (``near``, on STABLE_SIZES) where the other symbols take
+    other sizes: each alone at OTHERS and at sizes of its own solutions, and all together at
+    each of OTHERS (a three-way broadcast moves only so). A variation at which no size of s
+    holds says nothing (the others are outside their own envelope there)."""
+    others = [t for t in sorted(r.symbols) if t != s]
+    variations = [{t: w} for t in others for w in sorted((set(OTHERS) | set(_picks(sols[t], base[t]))) - {base[t]})]
+    if len(others) > 1:
+        variations += [{t: w for t in others} for w in OTHERS]
+    for v in variations:
+        form = _shape_of(_solutions(r, test, s, {**base, **v}, budget, STABLE_SIZES), STABLE_SIZES)
+        if form[0] != "none" and form != near:
+            return False
+    return True
 
 
 def _picks(sol: tuple, current: int) -> list:
@@ -759,14 +808,30 @@ def _merge(clauses: list) -> list:
         if nones:
             out.append(nones[0])
             continue
-        if any(c.kind in ("set", "finite", "relation") for c in cs):  # (said as they are, each once)
+        if any(c.kind in ("finite", "relation") for c in cs):  # (said as they are, each once)
             for c in cs:
-                if c.kind in ("set", "finite", "relation") and not any(
+                if c.kind in ("finite", "relation") and not any(
                         (o.kind, o.symbol, str(o.value)) == (c.kind, c.symbol, str(c.value)) for o in out):
                     out.append(c)
-            cs = [c for c in cs if c.kind not in ("set", "finite", "relation")]
+            cs = [c for c in cs if c.kind not in ("finite", "relation")]
             if not cs:
                 continue
+        sets = [c for c in cs if c.kind == "set"]
+        if sets:  # (the sizes every set holds and every other clause admits: a set, one size or none)
+            others = [c for c in cs if c.kind not in ("set", "equal")]
+            values = tuple(v for v in sets[0].value if all(v in c.value for c in sets) and all(
+                c.admits({s: v}) for c in others))
+            first = sets[0]
+            proven = all(c.proven for c in sets) and not others
+            if not values:
+                out.append(Clause("none", s, "contradiction", first.requirement, failing=dict(first.failing),
+                                  proven=proven))
+            elif len(values) == 1:
+                out.append(Clause("point", s, values[0], first.requirement,
+                                  failing={**first.failing, s: values[0] + 1}, proven=proven))
+            else:
+                out.append(Clause("set", s, values, first.requirement, failing=dict(first.failing), proven=proven))
+            continue
         points = [c for c in cs if c.kind == "point"]
         lows = [c for c in cs if c.kind == "min"]
         highs = [c for c in cs if c.kind == "max"]

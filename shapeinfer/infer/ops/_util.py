@@ -46,6 +46,14 @@ def prod(dims) -> Dim:
     return out
 
 
+def nonnegative_entries(ctx, entries, what: str) -> None:
+    """A condition for each computed entry of a shape or repeats that may be negative
+    (``S - 5``): valid only where it is not (a negative size is no size)."""
+    for e in entries:
+        if isinstance(e, Expr) and not provably_nonneg(e):
+            ctx.condition(f"valid only when the entry {to_str(e)} of {what} is not negative", "le", 0, e)
+
+
 def broadcast_dims(ctx, a: Optional[Dim], b: Optional[Dim], shapes) -> Optional[Dim]:
     """ONNX broadcast of two dims (None: unknown). Raises the node's error if they never match."""
     if a is None and b is None:

@@ -89,6 +89,9 @@ def _pool_like(ctx, shape, kernel, ceil_mode=False):
                 ctx.condition(f"valid only when the padded input ({to_str(padded)}) spans the kernel ({extent}): "
                               "onnxruntime fails a shorter one (the spec makes it empty)", "le", extent, padded)
         d = _window_out(ctx, D, kernel[i], dilations[i], strides[i], pads[i], pads[n + i], auto_pad, ceil_mode)
+        if ctx.op_type in _TRUNCATING and d is not None and not isinstance(d, int) and not provably_nonneg(d):
+            ctx.condition(f"valid only when the output dim {to_str(d)} is not negative (a window longer than the "
+                          "padded input by more than a stride)", "le", 0, d)
         if isinstance(d, int) and d < 0:
             raise ctx.error(f"spatial dim {i} would be negative ({d}): the kernel is larger than the padded input")
         out.append(d if d is not None else ctx.fresh())

@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import CannotDecide
 from ..facts import Fact
 from ..registry import rule
-from ._util import broadcast_dims, small_shape, value_entries, value_length
+from ._util import broadcast_dims, nonnegative_entries, small_shape, value_entries, value_length
 
 
 def expand_output(ctx, data, spec, length) -> Fact:
@@ -27,6 +27,7 @@ def expand_output(ctx, data, spec, length) -> Fact:
     for e in spec:
         if isinstance(e, int) and e < 0:
             raise ctx.error(f"target shape has a negative entry {e}")
+    nonnegative_entries(ctx, spec, "the target shape")
     rank = max(len(in_shape), len(spec))
     a_pad = [1] * (rank - len(in_shape)) + list(in_shape)
     b_pad = [1] * (rank - len(spec)) + list(spec)

@@ -7,6 +7,8 @@ contracted dims must agree.
 
 from __future__ import annotations
 
+from ...symbolic import to_str
+
 from ...symbolic import add, mul
 from ..facts import Fact
 from ..registry import rule
@@ -16,6 +18,8 @@ from ._util import broadcast_shapes
 def _check_contracted(ctx, k1, k2):
     if isinstance(k1, int) and isinstance(k2, int) and k1 != k2:
         raise ctx.error(f"contracted dims differ: {k1} and {k2}")
+    if k1 is not None and k2 is not None and k1 != k2:  # (a symbol against a traced size, two symbols)
+        ctx.condition(f"valid only when the contracted dims {to_str(k1)} == {to_str(k2)}", "equal", k1, k2)
 
 
 def matmul_shape(ctx, sa, sb) -> tuple:

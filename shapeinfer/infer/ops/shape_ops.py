@@ -29,6 +29,7 @@ from ...symbolic import (
     neg,
     provably_positive,
     sub,
+    to_str,
 )
 from ...errors import CannotDecide
 from ...modelio.tensors import np_dtype, read_tensor
@@ -39,7 +40,8 @@ from ..facts import (FLOAT_TYPES, INT_TYPES, MAX_VALUE_ELEMENTS, UNKNOWN, Fact, 
                      value_from_numpy)
 from ..registry import rule
 from .indexing import check_indices
-from ._util import (dims_value, fit_integer_value, int_entries, normalize_axis, prod, small_shape, value_entries,
+from ._util import (dims_value, fit_integer_value, int_entries, nonnegative_entries, normalize_axis, prod, small_shape,
+                    value_entries,
                     zero_implies_zero)
 
 INT64 = TensorProto.INT64
@@ -176,6 +178,11 @@ def concat(ctx):
             if len(set(ints)) > 1:
                 raise ctx.error(f"inputs differ in dim {k} ({', '.join(map(str, ints))}), not the concat axis")
             out.append(ints[0] if ints else dims[0])
+            first = ints[0] if ints else dims[0]
+            for d in dims:
+                if d != first:
+                    ctx.condition(f"valid only when the inputs' dim {k} agree ({to_str(first)} == {to_str(d)}), "
+                                  "not the concat axis", "equal", first, d)
             if any(d != dims[0] for d in dims):
                 # (onnxruntime takes the dim from the first non-empty input: a run the spec
                 # refuses, where an input is empty, gives another shape)
@@ -527,6 +534,7 @@ def constant_of_shape(ctx):
     for e in spec:
         if isinstance(e, int) and e < 0:
             raise ctx.error(f"shape has a negative entry {e}")
+    nonnegative_entries(ctx, spec, "the shape")
     out = tuple(d if d is not None else ctx.fresh() for d in spec)
     value = None
     fill = np.float32(0)

@@ -12,7 +12,7 @@ import numpy as np
 from ...symbolic import mul, provably_nonneg
 from ..facts import Fact
 from ..registry import rule
-from ._util import normalize_axis, small_shape, value_entries, value_length
+from ._util import nonnegative_entries, normalize_axis, small_shape, value_entries, value_length
 
 
 @rule("Tile", since=1)
@@ -49,6 +49,7 @@ def tile(ctx):
         for r in spec:
             if isinstance(r, int) and r < 0:
                 raise ctx.error(f"repeats {[str(e) if e is not None else '?' for e in spec]} has a negative entry")
+        nonnegative_entries(ctx, spec, "repeats")
     if in_shape is None:
         return [Fact(dtype=dtype, shape=ctx.fresh_shape(length) if length is not None else None)]
     if spec is None:
