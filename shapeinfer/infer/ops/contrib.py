@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
-from ...symbolic import add, dmax, floordiv, mul, provably_nonneg
+from ...symbolic import add, dmax, floordiv, mul, provably_nonneg, to_str
 from ..facts import Fact, as_dim
 from ..registry import rule
 from ._util import normalize_axis
@@ -60,6 +60,8 @@ def exact_div(ctx, d, k: int):
         if d % k:
             raise ctx.error(f"dim {d} is not a multiple of {k}")
         return d // k
+    if k > 1:
+        ctx.condition(f"valid only when {to_str(d)} is a multiple of {k}", "multiple", d, k)
     return floordiv(d, k)
 
 

@@ -184,6 +184,9 @@ def depth_to_space(ctx):
     n, c, h, w = data.shape
     if isinstance(c, int) and c % (b * b):
         raise ctx.error(f"channels {c} are not a multiple of blocksize^2 = {b * b}")
+    if not isinstance(c, int) and b > 1:
+        ctx.condition(f"valid only when the channels {to_str(c)} are a multiple of blocksize^2 = {b * b}",
+                      "multiple", c, b * b)
     return [Fact(dtype=data.dtype, shape=(n, truediv(c, b * b), mul(h, b), mul(w, b)))]
 
 
@@ -199,6 +202,8 @@ def space_to_depth(ctx):
     for d in (h, w):
         if isinstance(d, int) and d % b:
             raise ctx.error(f"spatial dim {d} is not a multiple of blocksize {b}")
+        if not isinstance(d, int) and b > 1:
+            ctx.condition(f"valid only when the spatial dim {to_str(d)} is a multiple of blocksize {b}", "multiple", d, b)
     return [Fact(dtype=data.dtype, shape=(n, mul(c, b * b), truediv(h, b), truediv(w, b)))]
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from ...symbolic import (
+    Expr,
     ExpressionTooLarge,
     add,
     bounds,
@@ -379,6 +380,8 @@ def squeeze(ctx):
         d = data.shape[a]
         if isinstance(d, int) and d != 1:
             raise ctx.error(f"cannot squeeze axis {a} of size {d}")
+        if not isinstance(d, int):
+            ctx.condition(f"valid only when axis {a} ({to_str(d)}) is 1, to be squeezed", "equal", d, 1)
     out = [d for i, d in enumerate(data.shape) if i not in axes]
     value = data.value.reshape(out) if data.value is not None else None
     return [Fact(dtype=data.dtype, shape=tuple(out), value=value)]
@@ -699,9 +702,19 @@ def split(ctx):
 
             if isinstance(d, int) and d % n:
                 raise ctx.error(f"axis {axis} of size {d} does not split into {n} equal parts")
+            if not isinstance(d, int) and n > 1:
+                ctx.condition(f"valid only when axis {axis} ({to_str(d)}) splits into {n} equal parts", "multiple", d, n)
             sizes = [truediv(d, n)] * n
     if len(sizes) != n:
         raise ctx.error(f"split has {len(sizes)} sizes for {n} outputs")
+    if all(v is not None for v in sizes) and not isinstance(d, int) or any(isinstance(v, Expr) for v in sizes if v):
+        total = 0
+        for v in sizes:
+            total = add(total, v) if v is not None else None
+            if total is None:
+                break
+        if total is not None and total != d:  # (sizes given for a symbolic axis: they must add up to it)
+            ctx.condition(f"valid only when the split sizes add up to axis {axis} ({to_str(d)})", "equal", total, d)
     if all(type(v) is int for v in sizes) and (any(v < 0 for v in sizes) or type(d) is int and sum(sizes) != d):
         why = f"split sizes {list(sizes)} " + ("hold a negative size" if any(v < 0 for v in sizes)
                                                else f"sum to {sum(sizes)}, not to the size {d} of axis {axis}")
