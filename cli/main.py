@@ -427,7 +427,8 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
 @cli.command("check")
 @click.argument("model_paths", metavar="MODEL...", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text", show_default=True,
-              help="Report format: text (findings, then one summary line per model), json, or JUnit XML.")
+              help="Report format: text (model by model as each is checked: its findings, the sizes it runs at "
+                   "and a summary line), json, or JUnit XML.")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
               help="Write the report to this file (atomically) instead of standard output.")
 @click.option("-j", "--jobs", "jobs", type=click.IntRange(1, 256), default=1, show_default=True,
@@ -456,7 +457,7 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
               help="Write every finding of this run to the --baseline FILE (replacing it) and exit 0.")
 def check_cmd(model_paths, fmt, output, jobs, strict, assume_nonempty, include_empty, dims, input_shape, recursive,
               ignore, baseline, update_baseline):
-    """Validate MODEL... for CI: onnx.checker, structure and full shape inference.
+    """Validate MODEL... (files, or folders of *.onnx) for CI: onnx.checker, structure and full shape inference.
 
     Each model's input contract -- the sizes of its input dims at which it runs -- is printed
     ("runs when: 1 <= seq <= 64") and carried in JSON and JUnit; a dim declared dynamic that the

@@ -88,8 +88,11 @@ def contract_findings(model, contract: Contract, report: CheckReport, dims: Opti
                 report.add(WARNING, "baked-in-size", f"{what} declared dynamic{where}, but of the sizes tried "
                            f"(1 to 65536) the model runs only {sizes}: this node fixes it; {why}", r.node, r.op)
         elif c.kind == "none" and c.value is None:
-            report.add(ERROR, "no-size", f"this node runs at none of the sizes tried (every input dim from 1 to 65536): "
-                       f"{why}", r.node, r.op)
+            if c.proven:  # (an equality whose sides differ at every non-empty size)
+                report.add(ERROR, "no-size", f"this node runs at no size where no input is empty: {why}", r.node, r.op)
+            else:
+                report.add(WARNING, "no-size", "this node runs at none of the sizes tried (every input dim from 1 to "
+                           f"65536 and the sizes it names): {why}", r.node, r.op)
         elif c.kind == "none":
             report.add(ERROR if c.proven else WARNING, "no-size", f"the conditions on {c.symbol} leave no size: "
                        f"{contract.text()}", r.node, r.op)

@@ -10,7 +10,7 @@ from ..graph.structure import implicit_inputs, node_label
 from ..infer.contract import broadcast_condition, spoken
 from ..infer.facts import shape_str
 from ..infer.protos import declared_size
-from ..symbolic import Bcast, EvaluationError, Expr, Sym, atoms, bounds, evaluate, free_symbols, provably_positive, sub, to_str
+from ..symbolic import Bcast, EvaluationError, Expr, Sym, atoms, bounds, evaluate, free_symbols, provably_positive, sub
 from ..symbolic.search import binding_str, broadcasts, counterexample, holds, relevant
 from .findings import ERROR, HUGE_ELEMENTS, INT64_MAX, WARNING, CheckReport
 
@@ -30,14 +30,15 @@ def declared_shapes(result, report: CheckReport, engine=None, contract=None, non
         dims = tt.shape.dim
         if len(dims) != len(fact.shape):
             report.add(WARNING, "declared-shape", f"{vi.name!r} is declared with rank {len(dims)}, inferred "
-                       f"{shape_str(fact.shape)} (rank {len(fact.shape)}){_DECLARED_NOTE}", node, op)
+                       f"{said_shape(fact.shape)} (rank {len(fact.shape)}){_DECLARED_NOTE}", node, op)
             continue
         for axis, (d, ours) in enumerate(zip(dims, fact.shape)):
             if declared_size(d) is not None and not result.is_unknown_dim(ours):
                 theirs = declared_size(d)
                 if isinstance(ours, int) and ours != theirs or (not isinstance(ours, int) and _never(ours, theirs)):
                     report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {declared_str(tt)}, but dim {axis} "
-                               f"is {to_str(ours)}, never {theirs}; inferred {shape_str(fact.shape)}{_DECLARED_NOTE}",
+                               f"is {spoken(ours) or 'another size'}, never {theirs}; inferred {said_shape(fact.shape)}"
+                               f"{_DECLARED_NOTE}",
                                node, op)
                     break
                 # a size baked in where the inputs' sizes decide (onnxruntime's default level trusts
@@ -57,11 +58,16 @@ def declared_shapes(result, report: CheckReport, engine=None, contract=None, non
                 diff = sub(ours, theirs)
                 if isinstance(diff, int) or provably_positive(diff) or provably_positive(sub(0, diff)):
                     report.add(WARNING, "declared-shape", f"{vi.name!r} is declared {declared_str(tt)}, but dim {axis} "
-                               f"is {to_str(ours)}, never {d.dim_param}; inferred {shape_str(fact.shape)}"
+                               f"is {spoken(ours) or 'another size'}, never {d.dim_param}; inferred {said_shape(fact.shape)}"
                                f"{_DECLARED_NOTE}", node, op)
                     break
                 if _only_for_some(report, vi, axis, ours, theirs, d.dim_param, node, op, search):
                     break
+
+
+def said_shape(shape) -> str:
+    """A shape as a message writes it: each dim spoken, '?' for one no user would read."""
+    return "[" + ",".join(spoken(d) or "?" for d in shape) + "]"
 
 
 _DECLARED_NOTE = " (onnxruntime runs the model and warns; consumers that trust declared shapes may fail)"

@@ -49,7 +49,9 @@ OTHERS = (1, 2, 3, 7, 16, 64)  # sizes of the other symbols a clause of one symb
 # the corner sizes (at 1 a broadcast holds with anything, and says nothing of the other side)
 FIRST_TRIED = (64, 32, 16, 8, 12, 24, 48, 128, 256, 96, 7, 5, 6, 3, 2, 10, 100, 512, 1024)
 ENVELOPE_SAMPLES = 48
-STABLE_SIZES = tuple(range(1, 97)) + (128, 256, 1000, 4096)  # what a reading at other sizes of the others scans  # bindings inside the envelope each requirement is checked at
+# what a reading at other sizes of the others scans: every size to 256 (a form that moves with
+# them, 2..3 at one size and 200..201 at another, shows there), and a spread past it
+STABLE_SIZES = tuple(range(1, 257)) + (320, 512, 1000, 4096)  # (each one of SIZES)
 _ERRORS = (EvaluationError, ZeroDivisionError, ArithmeticError, OverflowError)
 
 
@@ -287,14 +289,23 @@ def requirements(result, symbols: set, unread: Optional[list] = None) -> list:
         kind, a, b = d.dims
         if not _add(out, Requirement(kind, (a, b), d.node_name, d.op_type, d.message), symbols, positive):
             unread.append(f"{d.op_type} {d.node_name!r} over a dim the inputs do not name")
+    minted = {n for n, origin in result.minted.items() if not origin.startswith("input ")}
     seen: set = set()
     read: dict = {}  # dim -> its bcast atoms with the symbols positive
+    unknown: set = set()
+    told: set = set()
     for n in result.model.graph.node:  # (a broadcast the algebra kept: at the node that made it)
         for o in n.output:
             fact = result.facts.get(o) if o else None
             for dim in (() if fact is None or fact.shape is None else fact.shape):
                 if not isinstance(dim, Expr):
                     continue
+                fresh = free_symbols(dim) & minted
+                if fresh - unknown:  # (dims no rule could express: what the node needs is not known)
+                    unknown |= fresh
+                    if id(n) not in told:
+                        told.add(id(n))
+                        unread.append(f"{n.op_type} {node_label(n)!r} makes dims no rule could express")
                 if dim not in read:
                     read[dim] = tuple(_live_broadcasts(dim, positive))
                 for atom in read[dim]:
@@ -386,8 +397,8 @@ def derive(result, input_symbols: Optional[list] = None) -> Contract:
         for r in reqs:
             base = example if example is not None else _own_example(r, tests[r], budget)
             if base is None:
-                found.append([Clause("none", s, None, r, failing={t: 1 for t in sorted(r.symbols)})
-                              for s in sorted(r.symbols)[:1]])
+                found.append([Clause("none", s, None, r, failing={t: 1 for t in sorted(r.symbols)},
+                                     proven=_never_equal(r)) for s in sorted(r.symbols)[:1]])
                 continue
             found.append(_read(r, tests[r], base, budget))
         readable = [cs is not None for cs in found]
@@ -442,7 +453,8 @@ def _example(reqs: list, tests: dict, names: list, budget: _Budget) -> Optional[
         return sum(1 for r in reqs if budget.check(r, tests[r], b))
 
     best, best_score = None, -1
-    for v in FIRST_TRIED + SIZES[1:]:  # (1 last: a broadcast holds there whatever the other side is)
+    hints = tuple(sorted({v for r in reqs for v in _constants(r)} - set(FIRST_TRIED)))
+    for v in FIRST_TRIED + hints + SIZES[1:]:  # (1 last: a broadcast holds there whatever the other side is)
         b = {s: v for s in names}
         got = score(b)
         if got == len(reqs):
@@ -470,6 +482,18 @@ def _example(reqs: list, tests: dict, names: list, budget: _Budget) -> Optional[
         return best
     ones = {s: 1 for s in names}
     return ones if score(ones) == len(reqs) else None
+
+
+def _constants(r: Requirement) -> set:
+    """Sizes a requirement names (a divisor of 777, a table of 300 rows) and their doubles: an
+    example may need a dim at one of them."""
+    out: set = set()
+    for d in r.dims:
+        if type(d) is int:
+            out.add(d)
+        elif isinstance(d, Expr):
+            out |= {c for mono, c in d.terms if type(c) is int and not mono}
+    return {v for c in out if c > 1 for v in (c, 2 * c) if v <= SIZES[-1]}
 
 
 def _own_example(r: Requirement, test, budget: _Budget) -> Optional[dict]:
@@ -781,6 +805,17 @@ def _finite(r: Requirement) -> Optional[str]:
     if used != set(r.symbols):
         return None
     return f"{to_str(left)} == {-const // g}"
+
+
+def _never_equal(r: Requirement) -> bool:
+    """r is an equality whose sides differ at every size (each symbol at least 1): proven."""
+    if r.kind != "equal":
+        return False
+    try:
+        diff = sub(r.dims[0], r.dims[1])
+        return diff != 0 and (isinstance(diff, int) or provably_positive(diff) or provably_positive(mul(diff, -1)))
+    except _ERRORS:
+        return False
 
 
 def _proven_set(r: Requirement, s: str, values: tuple) -> bool:

@@ -81,6 +81,7 @@ def _lows(dims) -> dict:
 
 
 VARIED = (0, 1, 2, 3, 7, 16, 64, 255, 1000)  # the values a symbol takes to see whether it matters
+WIDE = 512  # ... and every size to this, where the binding has few symbols
 
 
 def relevant(dims, binding: dict, holds, nonempty=()) -> dict:
@@ -102,7 +103,10 @@ def relevant(dims, binding: dict, holds, nonempty=()) -> dict:
     for n in sorted(binding):  # each at the smallest value that still fails (1024 -> 1)
         binding[n] = next((v for v in VARIED if v < binding[n] and v >= lows.get(n, 0)
                            and fails({**binding, n: v}) and _fails_outright(holds, {**binding, n: v})), binding[n])
-    dropped = [n for n in sorted(binding) if all(fails({**binding, n: v}) for v in VARIED)]
+    # (each size to 512 too: a symbol that matters only at a size VARIED skips, 300 against a
+    # patch count of 300, is kept)
+    wide = VARIED + tuple(range(1, WIDE + 1)) if len(binding) <= 3 else VARIED
+    dropped = [n for n in sorted(binding) if all(fails({**binding, n: v}) for v in wide)]
     if not dropped:
         return binding
     rng = random.Random(len(dropped))

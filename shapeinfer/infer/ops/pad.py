@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...symbolic import add
 from ..facts import Fact
 from ..registry import rule
-from ._util import int_entries, normalize_axis, value_entries
+from ._util import int_entries, nonnegative_entries, normalize_axis, value_entries
 
 
 def _pad_output(ctx, data, pads, axes):
@@ -36,6 +36,7 @@ def _pad_output(ctx, data, pads, axes):
         d = add(add(out[a], begin), end)
         if isinstance(d, int) and d < 0:
             raise ctx.error(f"pads crop axis {a} below zero")
+        nonnegative_entries(ctx, [d], f"the output (axis {a}, cropped by negative pads)")
         out[a] = d
     return [Fact(dtype=data.dtype, shape=tuple(out))]
 

@@ -39,6 +39,12 @@ def reshape_output(ctx, data: Optional[Fact], spec: Optional[list], length: Opti
     out: list = []
     infer_at = None
     pending: list = []  # symbolic entries that might be 0 (then they copy the input dim)
+    minus = -1 in known
+    for e in spec:  # a computed entry below -1 (below 0 beside a -1) is no shape: valid only where it is not
+        if isinstance(e, Expr) and not ctx.nonneg(e):
+            least = 0 if minus else -1
+            ctx.condition(f"valid only when the entry {to_str(e)} of shape {_spec_str(spec)} is {least} or more",
+                          "le", least, e)
     for i, e in enumerate(spec):
         if e is None:
             out.append(None)
