@@ -308,6 +308,7 @@ ATTACKS = {
                                     "open"),
     "shape_of_another_input": ("g (float[A,B] x, float[C,D] w) => (float[?] y) { sh = Shape(w) y = Reshape(x, sh) }",
                                "open"),
+    "constant_index": ("g (float[S,4] x) => (float[?] y) <int64 ix = {2}> { y = Gather<axis=0>(x, ix) }", "S >= 3"),
     "space_to_depth": ("g (float[1,2,H,W] x) => (float[?,?,?,?] y) { y = SpaceToDepth<blocksize=4>(x) }",
                        "H % 4 == 0, W % 4 == 0"),
 }

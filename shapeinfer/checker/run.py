@@ -105,7 +105,8 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, include
         m = _check(model, path, report, assume_nonempty, dims=dims, input_shapes=input_shapes)
         if not include_empty and not assume_nonempty and any(f.code in SIZE_CODES and f.severity == WARNING
                                                               for f in report.findings):
-            _drop_empty_only(m, path, report, dims, input_shapes)
+            _drop_empty_only(m, path, report, dims, input_shapes, report.contract_object)
+        report.contract_object = None  # (what a report carries between processes: its dict only)
     except InputShapeError:
         raise  # (a usage error: sizes given for a dim the model does not name)
     except ModelLoadError as e:
@@ -160,13 +161,15 @@ def resolve_input_shapes(spec, m: ModelProto, lenient: bool = False) -> dict:
     return check_input_shapes(m, spec)
 
 
-def _drop_empty_only(m: ModelProto, path, report: CheckReport, dims=None, input_shapes=None) -> None:
+def _drop_empty_only(m: ModelProto, path, report: CheckReport, dims=None, input_shapes=None, contract=None) -> None:
     """Leave out the size warnings no non-empty size breaks (see check); count them. The second
     inference (no tensor empty) reads the model already loaded and skips what does not depend
     on sizes -- onnx.checker and onnxruntime's load-time refusals, whose errors the first
     report holds."""
     nonempty = CheckReport(path=report.path, assume_nonempty=True, dims_lenient=report.dims_lenient)
-    _check(m, path, nonempty, True, sizes_only=True, loaded=True, dims=dims, input_shapes=input_shapes)
+    # (the contract is read over non-empty sizes already: the first pass's serves)
+    _check(m, path, nonempty, True, sizes_only=True, loaded=True, dims=dims, input_shapes=input_shapes,
+           given_contract=contract)
     kept: dict = {}
     for f in nonempty.findings:
         if f.code in SIZE_CODES and f.severity == WARNING:
@@ -612,7 +615,7 @@ def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport, nodes) ->
 
 
 def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: bool = False,
-           loaded: bool = False, dims: Optional[dict] = None, input_shapes=None) -> ModelProto:
+           loaded: bool = False, dims: Optional[dict] = None, input_shapes=None, given_contract=None) -> ModelProto:
     """The findings of ``model`` (read from ``path`` unless ``loaded``) into ``report``; returns
     the model read. ``sizes_only``: the walk and the size findings, without onnx.checker and the
     load-time refusals (what _drop_empty_only needs of a second inference)."""
@@ -655,11 +658,12 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
         report.add(ERROR, "shape-error", e.rule, e.node_name, e.op_type)
         return m
     result = InferenceResult(m, engine)
-    contract = result.contract()
+    contract = given_contract if given_contract is not None else result.contract()
     scope = Scope(contract, dims)
     if not sizes_only:
         _load_refusals(m, result, report, refused)
         report.contract = contract.as_dict()
+        report.contract_object = contract
         contract_findings(m, contract, report, dims)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Optional
 
-from .expr import EvaluationError, Sym, atoms, evaluate, free_symbols
+from .expr import Binding, EvaluationError, Sym, atoms, evaluate, free_symbols
 
 PROBES = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 33, 63, 64, 65, 100, 127, 128, 224, 255, 256,
           257, 384, 511, 512, 1000, 1023, 1024, 4096)
@@ -95,7 +95,7 @@ def relevant(dims, binding: dict, holds, nonempty=()) -> dict:
         if any(trial[n] < lows.get(n, 0) for n in trial) or not _allowed(trial, nonempty):
             return True  # outside the symbols' bounds: says nothing either way
         try:
-            return not holds(trial)
+            return not holds(Binding(trial))
         except (EvaluationError, ZeroDivisionError, ArithmeticError):
             return True
 

@@ -27,11 +27,19 @@ def check_indices(ctx, indices, sizes, what: str = "axis") -> None:
     if not values or not sizes or indices.shape is None:
         return
     k = len(sizes)
+    need: dict = {}  # position -> the least size its indices need, where that size is symbolic
     for j, i in enumerate(values):
         n = sizes[j % k]
         if type(n) is int and not -n <= i < n:
             where = f"{what} {j % k}" if k > 1 else what
             raise ctx.error(f"index {i} is out of range for {where} of size {n} (the indices are the same in every run)")
+        if n is not None and type(n) is not int:
+            need[j % k] = max(need.get(j % k, 0), i + 1 if i >= 0 else -i)
+    for j, least in need.items():  # (index 2 of a dim S: valid only where S >= 3)
+        n = sizes[j]
+        where = f"{what} {j}" if k > 1 else what
+        ctx.condition(f"valid only when {where} ({to_str(n)}) holds the constant indices: at least {least}",
+                      "le", least, n)
 
 
 def _same_rank(ctx, data, indices, what: str) -> bool:
