@@ -393,12 +393,16 @@ def _optimize_json(report, verdict, written) -> str:
               help="How many of the costliest nodes to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (exact integer coefficients).")
 @click.option("--wide", is_flag=True, help="Do not cut the tables to the terminal's width.")
-def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide):
+@click.option("--dims", "dims", multiple=True, metavar="NAME=SIZES",
+              help="Sizes of a dim, as check takes them (repeatable): one size evaluates (--dims seq=128, as --bind), "
+                   "a range or a set sweeps (--dims seq=1..4096, --dims batch=1,2,4): the totals at each size.")
+def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide, dims):
     """MACs, FLOPs, parameters and activation memory of MODEL, as formulas in its input dims
     (or numbers with --bind)."""
     import shapeinfer
     from shapeinfer.costs import cost
-    from shapeinfer.errors import BindError
+    from shapeinfer.errors import BindError, InputShapeError
+    from shapeinfer.infer.overrides import parse_dims_args
 
     from .render import render_cost
 
@@ -412,6 +416,21 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
         values[name.strip()] = int(v)
     model = shapeinfer.load_model(model_path)
     overrides = _input_shapes(model, input_shape)
+    if dims:
+        symbols = {d.dim_param for vi in model.graph.input if vi.type.HasField("tensor_type")
+                   for d in vi.type.tensor_type.shape.dim if d.dim_param}
+        try:
+            sizes = parse_dims_args(list(dims), symbols)
+        except InputShapeError as e:
+            raise click.BadParameter(str(e), param_hint="--dims") from None
+        if set(sizes) & set(values):
+            raise click.BadParameter(f"{sorted(set(sizes) & set(values))[0]!r} is given by --bind and --dims",
+                                     param_hint="--dims")
+        values.update({n: d.lo for n, d in sizes.items() if d.lo == d.hi and d.values is None})
+        swept = {n: d for n, d in sizes.items() if not (d.lo == d.hi and d.values is None)}
+        if swept:
+            _cost_sweep(model, model_path, values, swept, overrides, assume_nonempty, as_json)
+            return
     try:
         report = cost(model, bind=values, input_shapes=overrides, assume_nonempty=assume_nonempty,
                       base_dir=os.path.dirname(os.path.abspath(model_path)))
@@ -422,6 +441,52 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide)
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
         click.echo(render_cost(report, width=None if wide else terminal_width(), top=top))
+
+
+MAX_SWEEP = 12  # sizes a --dims range is swept at
+
+
+def _cost_sweep(model, model_path, values, swept, overrides, assume_nonempty, as_json):
+    """The totals of cost at each size of the swept dims (each at its samples, the others at
+    theirs in step): a table, or JSON."""
+    from shapeinfer.costs import cost
+    from shapeinfer.errors import BindError
+
+    pools = {n: _spread(d.samples()) for n, d in swept.items()}
+    steps = max(len(p) for p in pools.values())
+    rows = []
+    for k in range(steps):
+        at = {**values, **{n: p[min(k, len(p) - 1)] for n, p in pools.items()}}
+        try:
+            r = cost(model, bind=at, input_shapes=overrides, assume_nonempty=assume_nonempty,
+                     base_dir=os.path.dirname(os.path.abspath(model_path)))
+        except BindError as e:
+            rows.append({"sizes": at, "error": str(e)})
+            continue
+        rows.append({"sizes": at, "macs": r.macs, "flops": r.flops, "params": r.params,
+                     "activation_bytes": r.activation_bytes, "activation_peak_bytes": r.activation_peak_bytes})
+    if as_json:
+        click.echo(json.dumps({"model": model_path, "sweep": [{k: (v if isinstance(v, (int, dict, str)) or v is None
+                                                                     else str(v)) for k, v in row.items()}
+                                                                 for row in rows]}, indent=2))
+        return
+    lines = [f"{model_path}: cost over --dims {', '.join(f'{n}={d.text()}' for n, d in swept.items())}"]
+    for row in rows:
+        where = ", ".join(f"{k}={v}" for k, v in row["sizes"].items())
+        if "error" in row:
+            lines.append(f"  {where}: {row['error']}")
+        else:
+            lines.append(f"  {where}: MACs {row['macs']}, FLOPs {row['flops']}, activations {row['activation_bytes']} bytes "
+                         f"(peak {row['activation_peak_bytes']})")
+    click.echo("\n".join(one_line(line) for line in lines))
+
+
+def _spread(samples: tuple) -> tuple:
+    """At most MAX_SWEEP of the sizes, the smallest and largest among them."""
+    if len(samples) <= MAX_SWEEP:
+        return samples
+    step = (len(samples) - 1) / (MAX_SWEEP - 1)
+    return tuple(samples[round(k * step)] for k in range(MAX_SWEEP))
 
 
 @cli.command("check")

@@ -155,3 +155,19 @@ def test_input_shape_fixes_a_shape_the_longest_input_name_first(tmp_path):
     assert r.exit_code == 1 and "[shape-error]" in r.output, r.output
     r = runner.invoke(cli, ["check", path, "--input-shape", "y:2"])
     assert r.exit_code == 2 and "no input named 'y'" in r.output
+
+
+def test_cost_takes_the_dims_syntax_one_size_evaluates_a_range_sweeps():
+    runner = CliRunner()
+    one = runner.invoke(cli, ["cost", BERT, "--dims", "seq=16", "--dims", "batch=1", "--json"])
+    bound = runner.invoke(cli, ["cost", BERT, "--bind", "seq=16", "--bind", "batch=1", "--json"])
+    assert one.exit_code == 0 and json.loads(one.output)["total"] == json.loads(bound.output)["total"]
+    r = runner.invoke(cli, ["cost", BERT, "--dims", "seq=1..64", "--bind", "batch=2", "--json"])
+    sweep = json.loads(r.output)["sweep"]
+    sizes = [row["sizes"]["seq"] for row in sweep]
+    assert sizes[0] == 1 and sizes[-1] == 64 and len(sizes) <= 12 and sizes == sorted(sizes)
+    macs = [row["macs"] for row in sweep]
+    assert macs == sorted(macs) and macs[0] > 0
+    r = runner.invoke(cli, ["cost", BERT, "--dims", "seq=8,65", "--bind", "batch=1"])
+    assert r.exit_code == 0 and "seq=65: the model is invalid" in r.output
+    assert runner.invoke(cli, ["cost", BERT, "--dims", "len=3"]).exit_code == 2
