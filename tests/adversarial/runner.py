@@ -598,8 +598,9 @@ class Judge:
             if f.code in ("no-size", "baked-in-size"):
                 # a claim of the input contract, over non-empty inputs: "runs at no size" or
                 # "runs only at seq=5" -- each binding the model ran at must be empty or that size
-                said = re.search(r"runs only at ((?:\S+=\d+(?: or )?)+):", f.message)
-                sizes = [p.split("=") for p in said.group(1).split(" or ")] if said else []
+                said = re.search(r"runs only at ((?:(?:'[^']*'|[^\s=']+)=\d+(?: or )?)+):", f.message)
+                sizes = [p.rsplit("=", 1) for p in said.group(1).split(" or ")] if said else []
+                sizes = [(n[1:-1] if n.startswith("'") else n, v) for n, v in sizes]  # (a quoted name: 'a + b')
                 equation = re.search(r"runs only where (.+?) == (\d+):", f.message)
                 for b in ran:
                     binding = self.binding(b)
