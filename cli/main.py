@@ -271,13 +271,17 @@ def _parse_bind(bind) -> dict:
 @click.option("--input-shape", "input_shape", multiple=True, metavar="NAME:DIMS",
               help="Fix an input's shape and fold what becomes static, e.g. --input-shape x:1,16 (repeatable; "
                    "symbols allowed, as for `infer`). The output model takes only these shapes.")
+@click.option("--dims", "dims", multiple=True, metavar="NAME=SIZES",
+              help="The sizes a dim is run at, as check takes them (--dims seq=1..4096): an opt-in -- rewrites may "
+                   "assume each dim at least its least size, and the written model computes what the original does "
+                   "at those sizes (reported); --verify samples them.")
 @click.option("--no-shapes", "no_shapes", is_flag=True,
               help="Do not write the inferred shapes (value_info) into the output model.")
 @_dim_names_option
 @_external_data_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budget, assume_nonempty,
-                 ignore_signed_zero, fold_float_math, fuse_gemm, bind, input_shape, no_shapes, dim_names,
+                 ignore_signed_zero, fold_float_math, fuse_gemm, bind, input_shape, dims, no_shapes, dim_names,
                  external_data, size_threshold, as_json):
     """Simplify MODEL (constant folding, Reshape/Expand/Tile rewrites) and write it to OUTPUT,
     every inferred shape written in."""
@@ -310,6 +314,19 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
                 raise click.BadParameter(
                     f"{name!r} is no symbolic dim of the model's inputs (symbols: {', '.join(symbols) or 'none'})",
                     param_hint="--bind")
+    sizes = None
+    if dims:
+        from shapeinfer.checker.run import resolve_dims
+        from shapeinfer.errors import InputShapeError
+
+        try:
+            sizes = resolve_dims(list(dims), model)
+        except InputShapeError as e:
+            raise click.BadParameter(str(e), param_hint="--dims") from None
+        for name, d in sizes.items():  # (--verify runs at the ends and the middle of each, where --bind does not say)
+            if name not in values:
+                picks = d.values if d.values is not None else (d.lo, (d.lo + d.hi) // 2, d.hi)
+                values[name] = sorted(set(picks))[:MAX_VERIFY_SIZES]
     inputs = _input_files(model, model_path)
     dest = check_model_destination(model, output, source_dir=model_dir, external_data=external_data, protected=inputs)
     progress = Progress(enabled=not as_json)
@@ -318,7 +335,8 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
                          fold_budget=DEFAULT_BUDGET_BYTES if fold_budget is None else fold_budget,
                          assume_nonempty=assume_nonempty, ignore_signed_zero=ignore_signed_zero,
                          fold_float_math=fold_float_math, fuse_gemm=fuse_gemm, input_shapes=overrides,
-                         write_shapes=not no_shapes, dim_names=dim_names, progress=progress, report=report)
+                         write_shapes=not no_shapes, dim_names=dim_names, progress=progress, report=report,
+                         dims=sizes)
     verdict = None
     original = model
     if do_verify:
@@ -342,6 +360,9 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
         _echo_report(_optimize_json(report, verdict, written), dest)
     else:
         _echo_report(render_optimize(report, model_path, output, explain, verdict, written), dest)
+
+
+MAX_VERIFY_SIZES = 4  # sizes of a --dims entry --verify runs at
 
 
 def _with_fixed_inputs(model, overrides: dict, optimized=None):

@@ -14,10 +14,20 @@ from .errors import (BindError, ExternalDataError, InputShapeContradiction, Inpu
                      ShapeInferenceError, UnsupportedModelError)
 
 
+def _resolved_dims(model, dims):
+    """``dims`` as optimize takes it, resolved against the model's input dims ({name: DimSizes})."""
+    if not dims:
+        return None
+    from .checker.run import resolve_dims
+    from .modelio.load import as_model
+
+    return resolve_dims(dims, as_model(model))
+
+
 def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None, write_shapes: bool = True,
              dim_names: str = "expressions", fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False, ignore_signed_zero: bool = False,
              fold_float_math: bool = False, fuse_gemm: bool = False, max_rounds: int = 8,
-             progress: Optional[Callable[[str], None]] = None, report=None) -> ModelProto:
+             progress: Optional[Callable[[str], None]] = None, report=None, dims: Optional[dict] = None) -> ModelProto:
     """The optimised model: a new ModelProto computing, bit for bit, what ``model`` (a ModelProto
     or a path, not changed) computes, for every input size.
 
@@ -33,7 +43,10 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
     - ``assume_nonempty``, ``ignore_signed_zero``, ``fold_float_math``, ``fuse_gemm``: opt-ins
       that are not exact for every input, reported in ``report.assumptions`` (see the README);
     - ``max_rounds``: bound on the rounds of passes; ``progress``: called with a status line;
-    - ``report``: an :class:`OptimizeReport` to fill (counts before/after, changes, declines).
+    - ``report``: an :class:`OptimizeReport` to fill (counts before/after, changes, declines);
+    - ``dims``: the sizes the model is run at, {symbol: "1..4096" | "128" | "1,2,4" | int | list}
+      (``--dims``): an opt-in -- rewrites may assume each symbol at least its least size, the
+      written model computes what the original does there; reported.
 
     Raises :class:`ShapeInferenceError` (an invalid model), :class:`InputShapeError` (input
     shapes malformed, naming no input, or contradicting the model), ``ValueError`` (an unknown
@@ -45,7 +58,7 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
     return _optimize(model, passes=passes, skip=skip, input_shapes=input_shapes, write_shapes=write_shapes,
                      dim_names=dim_names, fold_budget=fold_budget, assume_nonempty=assume_nonempty, ignore_signed_zero=ignore_signed_zero,
                      fold_float_math=fold_float_math, fuse_gemm=fuse_gemm, max_rounds=max_rounds, progress=progress,
-                     report=report)
+                     report=report, dims=_resolved_dims(model, dims))
 
 
 def check(model, *, strict: bool = False, assume_nonempty: bool = False, include_empty: bool = False,

@@ -171,3 +171,22 @@ def test_cost_takes_the_dims_syntax_one_size_evaluates_a_range_sweeps():
     r = runner.invoke(cli, ["cost", BERT, "--dims", "seq=8,65", "--bind", "batch=1"])
     assert r.exit_code == 0 and "seq=65: the model is invalid" in r.output
     assert runner.invoke(cli, ["cost", BERT, "--dims", "len=3"]).exit_code == 2
+
+
+def test_optimize_takes_dims_as_an_opt_in_that_says_so_and_verify_samples_them(tmp_path):
+    import shapeinfer
+    from shapeinfer.optimizer.manager import OptimizeReport
+
+    report = OptimizeReport()
+    shapeinfer.optimize(SWIN, dims={"height": "32..64", "width": "32..64"}, report=report)
+    said = [a for a in report.assumptions if "--dims" in a]
+    assert said and "rewrites assume height >= 32, width >= 32" in said[0], report.assumptions
+    out = str(tmp_path / "o.onnx")
+    r = CliRunner().invoke(cli, ["optimize", BERT, "-o", out, "--dims", "seq=8..64", "--verify", "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    seqs = {run["binding"]["seq"] for run in data["verify"]["runs"] if run["result"] == "ok"}
+    assert {8, 64} <= seqs and data["verify"]["outcome"] == "identical"
+    assert any("seq=8..64" in a for a in data["assumptions"])
+    r = CliRunner().invoke(cli, ["optimize", BERT, "-o", out, "--dims", "len=3"])
+    assert r.exit_code == 2

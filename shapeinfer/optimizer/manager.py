@@ -156,7 +156,7 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
              dim_names: str = "expressions", fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False,
              ignore_signed_zero: bool = False, fold_float_math: bool = False, fuse_gemm: bool = False,
              max_rounds: int = 8, progress: Optional[Callable[[str], None]] = None,
-             report: Optional[OptimizeReport] = None) -> ModelProto:
+             report: Optional[OptimizeReport] = None, dims: Optional[dict] = None) -> ModelProto:
     """The optimised model (a new ModelProto; the one given is not changed).
 
     ``passes`` selects passes by name (default: all, in DEFAULT_PASSES order), ``skip`` removes
@@ -170,6 +170,9 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
     reported as assumptions: ``fold_float_math`` folds float math whose last bits may differ
     between NumPy and a runtime (transcendental functions, reductions, MatMul), ``fuse_gemm``
     runs the ``fuse-gemm`` pass (MatMul + Add as Gemm adds the bias in another order).
+    ``dims`` ({symbol: DimSizes}, ``--dims``) is an opt-in too: the rewrites may assume each
+    symbol at least the least size given (as run facts do), and the written model computes what
+    the original does at those sizes; reported as an assumption.
 
     Raises ShapeInferenceError (an invalid model), InputShapeError (input shapes malformed or
     contradicting the model), UnknownPassError (a ValueError: a pass name that is none),
@@ -180,7 +183,7 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
     manager = PassManager(selected, fold_budget=fold_budget, assume_nonempty=assume_nonempty,
                           ignore_signed_zero=ignore_signed_zero, fold_float_math=fold_float_math,
                           max_rounds=max_rounds, progress=progress, input_shapes=input_shapes,
-                          write_shapes=write_shapes, dim_names=dim_names)
+                          write_shapes=write_shapes, dim_names=dim_names, dims=dims)
     return manager.run(model, report)
 
 
@@ -196,8 +199,9 @@ class PassManager:
     def __init__(self, passes, *, fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False,
                  ignore_signed_zero: bool = False, fold_float_math: bool = False, max_rounds: int = 8,
                  progress: Optional[Callable[[str], None]] = None, input_shapes: Optional[dict] = None,
-                 write_shapes: bool = False, dim_names: str = "expressions"):
+                 write_shapes: bool = False, dim_names: str = "expressions", dims: Optional[dict] = None):
         self.passes = list(passes)
+        self.dims = dict(dims or {})
         self.dim_names = dim_names
         self.input_shapes = input_shapes
         self.write_shapes = write_shapes
@@ -328,9 +332,19 @@ class PassManager:
         fixed = check_input_shapes(src, self.input_shapes)
         facts = infer(src, input_shapes=fixed, assume_nonempty=self.assume_nonempty, node_io=io)
         lows = run_lows(src, facts, graph)
+        given = {}  # the least sizes --dims gives, past what every run needs: an opt-in, reported
+        inputs = facts.input_symbols()
+        for name, sizes in self.dims.items():
+            if name in inputs and sizes.lo > lows.get(name, (0, ""))[0]:
+                given[name] = sizes.lo
+        if self.dims:
+            report.assumptions.append("the sizes --dims gives (" + ", ".join(f"{n}={d.text()}" for n, d in self.dims.items())
+                                      + "): the written model computes what the original does there"
+                                      + (f"; rewrites assume {', '.join(f'{n} >= {v}' for n, v in given.items())}"
+                                         if given else ""))
         read = facts
-        if lows:  # the passes read the facts with the bounds: what the zero cases come to
-            read = BoundedFacts(facts, {s: lo for s, (lo, _) in lows.items()})
+        if lows or given:  # the passes read the facts with the bounds: what the zero cases come to
+            read = BoundedFacts(facts, {**{s: lo for s, (lo, _) in lows.items()}, **given})
             report.run_facts.extend(f"{s} >= {lo} in every run that succeeds (below it, {why})"
                                     for s, (lo, why) in lows.items())
         report.assumptions.extend(d.message for d in facts.diagnostics if d.kind == "future-opset")
