@@ -11,7 +11,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ...errors import CannotDecide
-from ...symbolic import mul, provably_le, to_str, truediv
+from ...symbolic import Bcast, Expr, as_single_atom, mul, provably_le, to_str, truediv
 from ..facts import Fact, as_dim
 from ..registry import rule
 from ._util import broadcast_shapes, int_entries, normalize_axis, value_entries
@@ -288,6 +288,11 @@ def einsum(ctx):
     letters_out = [ch for ch in rhs.replace("...", "") if not ch.isspace()]
     if len(set(letters_out)) != len(letters_out):  # (onnxruntime fails every run: "repeated letters")
         raise ctx.error(f"the output of {eq!r} repeats a letter")
+    for letter, d in dims.items():  # (a contracted letter's dims, left out of every output: said here)
+        atom = as_single_atom(d) if isinstance(d, Expr) else None
+        if letter not in letters_out and isinstance(atom, Bcast) and len(atom.args) == 2:
+            ctx.condition(f"valid only when the dims of letter {letter!r} agree (or one of them is 1)", "broadcast",
+                          *atom.args)
     out = []
     i = 0
     while i < len(rhs):
