@@ -310,6 +310,9 @@ ATTACKS = {
                                "open"),
     "einsum_contraction": ('g (float[I,J] a, float[J2,K] b) => (float[?,?] y) { y = Einsum<equation="ij,jk->ik">(a, b) }',
                            "J == J2 (or one of them is 1)"),
+    "einsum_diagonal": ('g (float[I,I2] x) => (float[?] y) { y = Einsum<equation="ii->i">(x) }', "I == I2"),
+    "split_in_thirds": ("g (float[A,B] x) => (float[?,?] y0, float[?,?] y1, float[?,?] y2) "
+                        "{ y0, y1, y2 = Split<axis=1, num_outputs=3>(x) }", "B >= 2"),
     "constant_index": ("g (float[S,4] x) => (float[?] y) <int64 ix = {2}> { y = Gather<axis=0>(x, ix) }", "S >= 3"),
     "space_to_depth": ("g (float[1,2,H,W] x) => (float[?,?,?,?] y) { y = SpaceToDepth<blocksize=4>(x) }",
                        "H % 4 == 0, W % 4 == 0"),
@@ -338,7 +341,8 @@ def test_what_attacks_found_the_contract_says_right(name):
         return
     # onnx's reference Split runs sizes that do not add up to the axis (numpy's split at their
     # offsets): the spec says they must, and onnxruntime fails them -- judged by onnxruntime
-    runs = _runs_in_onnxruntime if name in ("split_sizes", "negative_pads", "einsum_contraction") else _runs
+    runs = _runs_in_onnxruntime if name in ("split_sizes", "negative_pads", "einsum_contraction", "einsum_diagonal",
+                                           "split_in_thirds") else _runs
     rng = random.Random(name)
     assert runs(model, contract.example)
     for binding in _grid(contract, list(contract.symbols), rng):

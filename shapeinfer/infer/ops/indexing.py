@@ -261,13 +261,21 @@ def einsum(ctx):
             raise ctx.error(f"operand {term!r} does not match rank {len(f.shape)}")
         pos = 0
         i = 0
+        own: dict = {}  # letter -> its dim in this operand: a letter twice in one operand (a diagonal) is no broadcast
         while i < len(term):
             if term.startswith("...", i):
                 ellipses.append(tuple(f.shape[pos:pos + n_ell]))
                 pos += n_ell
                 i += 3
                 continue
-            letters.setdefault(term[i], []).append(f.shape[pos])
+            d = f.shape[pos]
+            if term[i] in own and own[term[i]] != d:
+                if isinstance(own[term[i]], int) and isinstance(d, int):
+                    raise ctx.error(f"letter {term[i]!r} of operand {term!r} stands for dims {own[term[i]]} and {d}")
+                ctx.condition(f"valid only when the dims of letter {term[i]!r} in operand {term!r} are equal",
+                              "equal", own[term[i]], d)
+            own.setdefault(term[i], d)
+            letters.setdefault(term[i], []).append(d)
             pos += 1
             i += 1
     if len({len(e) for e in ellipses}) > 1:

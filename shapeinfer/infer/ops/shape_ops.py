@@ -697,6 +697,7 @@ def split(ctx):
         if ctx.version >= 18 and ctx.attr("num_outputs") is not None:
             chunk = floordiv(add(d, n - 1), n)
             sizes = [chunk] * (n - 1) + [sub(d, mul(n - 1, chunk))]
+            nonnegative_entries(ctx, sizes[-1:], "the split sizes (the last, the rest of the axis)")
         else:
             from ...symbolic import truediv
 
