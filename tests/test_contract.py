@@ -313,6 +313,19 @@ ATTACKS = {
     "einsum_diagonal": ('g (float[I,I2] x) => (float[?] y) { y = Einsum<equation="ii->i">(x) }', "I == I2"),
     "split_in_thirds": ("g (float[A,B] x) => (float[?,?] y0, float[?,?] y1, float[?,?] y2) "
                         "{ y0, y1, y2 = Split<axis=1, num_outputs=3>(x) }", "B >= 2"),
+    "reflect_cropped": ('g (float[N,T] x) => (float[?,?] y) <int64[4] p = {0,-1,0,-1}> { y = Pad<mode="reflect">(x, p) }',
+                        "T >= 3"),
+    "reflect_padded": ('g (float[N,T] x) => (float[?,?] y) <int64[4] p = {0,2,0,2}> { y = Pad<mode="reflect">(x, p) }',
+                       "T >= 3"),
+    "resize_to_half": ("g (float[1,3,H,W] x) => (float[?,?,?,?] y) <int64[1] i2 = {2}, int64[1] i3 = {3}, "
+                       "int64[2] nc = {1, 3}, int64[1] two = {2}> { sh = Shape(x) h = Gather<axis=0>(sh, i2) "
+                       "w = Gather<axis=0>(sh, i3) h2 = Div(h, two) s = Concat<axis=0>(nc, h2, w) "
+                       "y = Resize<mode=\"nearest\">(x, , , s) }", "H >= 2"),
+    "gathernd_index_depth": ("g (float[A,B] x, int64[N,K] ix) => (float[?] y) { y = GatherND(x, ix) }", "1 <= K <= 2"),
+    "scatternd_updates": ("g (float[A,B] x, int64[N,2] ix, float[M] u) => (float[A,B] y) { y = ScatterND(x, ix, u) }",
+                          "M == N"),
+    "scatter_elements_updates": ("g (float[A,B] x, int64[A,K] ix, float[A,K2] u) => (float[A,B] y) "
+                                 "{ y = ScatterElements<axis=1>(x, ix, u) }", "K == K2"),
     "constant_index": ("g (float[S,4] x) => (float[?] y) <int64 ix = {2}> { y = Gather<axis=0>(x, ix) }", "S >= 3"),
     "space_to_depth": ("g (float[1,2,H,W] x) => (float[?,?,?,?] y) { y = SpaceToDepth<blocksize=4>(x) }",
                        "H % 4 == 0, W % 4 == 0"),
@@ -342,7 +355,9 @@ def test_what_attacks_found_the_contract_says_right(name):
     # onnx's reference Split runs sizes that do not add up to the axis (numpy's split at their
     # offsets): the spec says they must, and onnxruntime fails them -- judged by onnxruntime
     runs = _runs_in_onnxruntime if name in ("split_sizes", "negative_pads", "einsum_contraction", "einsum_diagonal",
-                                           "split_in_thirds") else _runs
+                                           "split_in_thirds", "reflect_cropped", "reflect_padded", "resize_to_half",
+                                           "gathernd_index_depth", "scatternd_updates",
+                                           "scatter_elements_updates") else _runs
     rng = random.Random(name)
     assert runs(model, contract.example)
     for binding in _grid(contract, list(contract.symbols), rng):
@@ -355,7 +370,9 @@ def _runs_in_onnxruntime(model, binding) -> bool:
     options.log_severity_level = 4
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     feeds = {vi.name: np.zeros([d.dim_value if d.HasField("dim_value") else binding[d.dim_param]
-                                for d in vi.type.tensor_type.shape.dim], np.float32) for vi in model.graph.input}
+                                for d in vi.type.tensor_type.shape.dim],
+                               helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
+             for vi in model.graph.input}  # (zeros: indices 0 are inside any non-empty dim)
     try:
         session.run(None, feeds)
     except (ort.capi.onnxruntime_pybind11_state.Fail, ort.capi.onnxruntime_pybind11_state.InvalidArgument):

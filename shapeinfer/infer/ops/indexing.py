@@ -42,6 +42,13 @@ def check_indices(ctx, indices, sizes, what: str = "axis") -> None:
                       "le", least, n)
 
 
+def _agree(ctx, a, b, what: str) -> None:
+    """Two dims that must be equal: where they may differ, a condition (where they never can, the
+    caller's static check said so)."""
+    if a != b and not (isinstance(a, int) and isinstance(b, int)):
+        ctx.condition(f"valid only when {what} agree ({to_str(a)} == {to_str(b)})", "equal", a, b)
+
+
 def _same_rank(ctx, data, indices, what: str) -> bool:
     if data.shape is None or indices.shape is None:
         return False
@@ -68,8 +75,13 @@ def gather_nd(ctx):
         return None
     last = indices.shape[-1]
     b = ctx.attr("batch_dims", 0) if ctx.version >= 12 else 0
-    if not isinstance(last, int):
+    if not isinstance(last, int):  # (a symbolic count of index dims: at most the data dims after the batch)
+        ctx.condition(f"valid only when the indices' last dim {to_str(last)} is at most the {len(data.shape) - b} "
+                      "dims they address", "le", last, len(data.shape) - b)
         return None
+    for k in range(min(b, len(data.shape), len(indices.shape))):  # (batch dims: the same in both)
+        if data.shape[k] != indices.shape[k]:
+            _agree(ctx, data.shape[k], indices.shape[k], f"batch dim {k} of the data and the indices")
     if b + last > len(data.shape):
         raise ctx.error(f"indices address {last} dims after {b} batch dims of a rank-{len(data.shape)} input")
     if b == 0 and last:
@@ -95,12 +107,22 @@ def _scatter_checks(ctx, data) -> None:
                 and tuple(updates.shape) != want:
             raise ctx.error(f"updates have shape {list(updates.shape)}; indices {list(indices.shape)} into data "
                             f"{list(data.shape)} need {list(want)}")
+        if updates is not None and updates.shape is not None and len(updates.shape) == len(want):
+            for k, (u, w) in enumerate(zip(updates.shape, want)):
+                _agree(ctx, u, w, f"dim {k} of the updates and of indices[:-1] + data[{last}:]")
     elif ctx.op_type == "ScatterElements" and _same_rank(ctx, data, indices, "the indices"):
         axis = normalize_axis(ctx, ctx.attr("axis", 0), len(data.shape))
         check_indices(ctx, indices, [data.shape[axis]], f"axis {axis}")
         if updates is not None and updates.shape is not None and all(type(d) is int for d in (*indices.shape, *updates.shape)) \
                 and tuple(updates.shape) != tuple(indices.shape):
             raise ctx.error(f"updates have shape {list(updates.shape)}; the indices have {list(indices.shape)}")
+        if updates is not None and updates.shape is not None and len(updates.shape) == len(indices.shape):
+            for k, (u, i) in enumerate(zip(updates.shape, indices.shape)):
+                _agree(ctx, u, i, f"dim {k} of the updates and of the indices")
+        for k, (i, d) in enumerate(zip(indices.shape, data.shape)):  # (off the axis, the indices stay inside the data)
+            if k != axis and not isinstance(i, int) or k != axis and not isinstance(d, int):
+                ctx.condition(f"valid only when dim {k} of the indices ({to_str(i)}) is at most the data's "
+                              f"({to_str(d)})", "le", i, d)
 
 
 @rule("ScatterND", "ScatterElements", "Scatter", "EyeLike", since=1)

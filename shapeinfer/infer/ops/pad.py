@@ -7,13 +7,15 @@
 
 from __future__ import annotations
 
-from ...symbolic import add
+from ...symbolic import add, provably_positive, to_str
 from ..facts import Fact
 from ..registry import rule
 from ._util import int_entries, nonnegative_entries, normalize_axis, value_entries
 
 
 def _pad_output(ctx, data, pads, axes):
+    mode = ctx.attr("mode", b"constant")
+    mode = mode.decode(errors="replace") if isinstance(mode, bytes) else mode
     if data is None or data.shape is None:
         return None
     r = len(data.shape)
@@ -37,6 +39,17 @@ def _pad_output(ctx, data, pads, axes):
         if isinstance(d, int) and d < 0:
             raise ctx.error(f"pads crop axis {a} below zero")
         nonnegative_entries(ctx, [d], f"the output (axis {a}, cropped by negative pads)")
+        if mode == "reflect" and not isinstance(out[a], int):
+            # a reflection mirrors inside the axis it pads: each pad at most the cropped extent less one
+            # (onnxruntime fails past it, and on an extent of 0)
+            extent = add(add(out[a], min(begin, 0) if type(begin) is int else 0), min(end, 0) if type(end) is int else 0)
+            if not provably_positive(extent):
+                ctx.condition(f"valid only when the extent {to_str(extent)} of axis {a} left after cropping is 1 or "
+                              "more (reflect)", "le", 1, extent)
+            for p in (begin, end):
+                if type(p) is int and p >= 0:
+                    ctx.condition(f"valid only when the pad {p} of axis {a} is less than its extent "
+                                  f"{to_str(extent)} (reflect)", "le", p + 1, extent)
         out[a] = d
     return [Fact(dtype=data.dtype, shape=tuple(out))]
 

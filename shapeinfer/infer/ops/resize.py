@@ -21,7 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...symbolic import floordiv, mul
+from ...symbolic import floordiv, mul, provably_positive, to_str
 from ..facts import Fact
 from ..registry import rule
 from ._util import normalize_axis, value_entries
@@ -83,6 +83,9 @@ def _resize(ctx, data, scales, sizes, axes=None, policy="stretch"):
                 out[a] = d
             return [Fact(dtype=data.dtype, shape=tuple(out))]
         for a, s in zip(axes, sizes):
+            if s is not None and not isinstance(s, int) and not provably_positive(s) and data.shape[a] != s:
+                # (a computed size of 0 makes a scale of 0: onnxruntime fails the run)
+                ctx.condition(f"valid only when the size {to_str(s)} of axis {a} is 1 or more", "le", 1, s)
             out[a] = s if s is not None else ctx.fresh()
         return [Fact(dtype=data.dtype, shape=tuple(out))]
     if scales is not None:
