@@ -316,8 +316,8 @@ def optimize_cmd(model_path, output, passes, skip, explain, do_verify, fold_budg
                     param_hint="--bind")
     sizes = None
     if dims:
-        from shapeinfer.checker.run import resolve_dims
         from shapeinfer.errors import InputShapeError
+        from shapeinfer.infer.overrides import resolve_dims
 
         try:
             sizes = resolve_dims(list(dims), model)
@@ -423,7 +423,7 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide,
     import shapeinfer
     from shapeinfer.costs import cost
     from shapeinfer.errors import BindError, InputShapeError
-    from shapeinfer.infer.overrides import parse_dims_args
+    from shapeinfer.infer.overrides import resolve_dims
 
     from .render import render_cost
 
@@ -438,10 +438,8 @@ def cost_cmd(model_path, bind, input_shape, assume_nonempty, top, as_json, wide,
     model = shapeinfer.load_model(model_path)
     overrides = _input_shapes(model, input_shape)
     if dims:
-        symbols = {d.dim_param for vi in model.graph.input if vi.type.HasField("tensor_type")
-                   for d in vi.type.tensor_type.shape.dim if d.dim_param}
         try:
-            sizes = parse_dims_args(list(dims), symbols)
+            sizes = resolve_dims(list(dims), model)
         except InputShapeError as e:
             raise click.BadParameter(str(e), param_hint="--dims") from None
         if set(sizes) & set(values):

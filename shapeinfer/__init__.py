@@ -14,16 +14,6 @@ from .errors import (BindError, ExternalDataError, InputShapeContradiction, Inpu
                      ShapeInferenceError, UnsupportedModelError)
 
 
-def _resolved_dims(model, dims):
-    """``dims`` as optimize takes it, resolved against the model's input dims ({name: DimSizes})."""
-    if not dims:
-        return None
-    from .checker.run import resolve_dims
-    from .modelio.load import as_model
-
-    return resolve_dims(dims, as_model(model))
-
-
 def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None, write_shapes: bool = True,
              dim_names: str = "expressions", fold_budget: int = DEFAULT_BUDGET_BYTES, assume_nonempty: bool = False, ignore_signed_zero: bool = False,
              fold_float_math: bool = False, fuse_gemm: bool = False, max_rounds: int = 8,
@@ -58,7 +48,7 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
     return _optimize(model, passes=passes, skip=skip, input_shapes=input_shapes, write_shapes=write_shapes,
                      dim_names=dim_names, fold_budget=fold_budget, assume_nonempty=assume_nonempty, ignore_signed_zero=ignore_signed_zero,
                      fold_float_math=fold_float_math, fuse_gemm=fuse_gemm, max_rounds=max_rounds, progress=progress,
-                     report=report, dims=_resolved_dims(model, dims))
+                     report=report, dims=dims)
 
 
 def check(model, *, strict: bool = False, assume_nonempty: bool = False, include_empty: bool = False,

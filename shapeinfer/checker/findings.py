@@ -42,7 +42,6 @@ class CheckReport:
     contract: Optional[dict] = None  # the input contract (infer/contract.py, Contract.as_dict)
     dims: dict = field(default_factory=dict)  # the sizes the user runs the model's dims at (--dims), as text
     dims_lenient: bool = False  # --dims naming a dim this model does not use is no error (many models)
-    contract_object: object = field(default=None, repr=False, compare=False)  # (for check's second pass; not sent)
     ignored: int = 0  # findings of codes --ignore leaves out
     baselined: int = 0  # findings the --baseline file accepts
 

@@ -60,7 +60,7 @@ from ..graph.structure import (graphs_of, node_label, shadowed_names, shadowing_
                                unread_initializer_problems)
 from ..infer.engine import Engine
 from ..infer.facts import INT_TYPES, dtype_name
-from ..infer.overrides import DimSizes, check_input_shapes, parse_dims_args, parse_input_shape_args
+from ..infer.overrides import resolve_dims, resolve_input_shapes
 from ..infer.result import InferenceResult
 from ..infer.unreached import inference_view, load_time_static, load_time_valued, or_not_run, readable_by_onnx_inference, running_clause
 from ..modelio.external import check_external_data, external_places, external_tensors, load_external_data
@@ -102,11 +102,10 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, include
     report = CheckReport(path=name or path or "<model>", strict=strict, assume_nonempty=assume_nonempty,
                          dims_lenient=dims_lenient)
     try:
-        m = _check(model, path, report, assume_nonempty, dims=dims, input_shapes=input_shapes)
+        m, contract = _check(model, path, report, assume_nonempty, dims=dims, input_shapes=input_shapes)
         if not include_empty and not assume_nonempty and any(f.code in SIZE_CODES and f.severity == WARNING
                                                               for f in report.findings):
-            _drop_empty_only(m, path, report, dims, input_shapes, report.contract_object)
-        report.contract_object = None  # (what a report carries between processes: its dict only)
+            _drop_empty_only(m, path, report, dims, input_shapes, contract)
     except InputShapeError:
         raise  # (a usage error: sizes given for a dim the model does not name)
     except ModelLoadError as e:
@@ -119,46 +118,6 @@ def check(model, *, strict: bool = False, assume_nonempty: bool = False, include
                    "please report it")
     report.seconds = time.perf_counter() - t0
     return report
-
-
-def resolve_dims(spec, m: ModelProto, lenient: bool = False) -> dict:
-    """``dims`` as check takes it -- "NAME=SIZES" items (--dims), or {symbol: "1..4096" | "128" |
-    "1,2,4" | int | list of ints} -- as {symbol: DimSizes}, against the symbols the model's inputs
-    name; already resolved, as it is. ``lenient``: items naming a symbol the model does not use
-    are left out (not an error)."""
-    if isinstance(spec, dict) and all(isinstance(v, DimSizes) for v in spec.values()):
-        return spec
-    if isinstance(spec, dict):
-        items = []
-        for k, v in spec.items():
-            if isinstance(v, (list, tuple, range)):
-                v = ",".join(str(x) for x in v) if not isinstance(v, range) else f"{v.start}..{v.stop - 1}"
-            items.append(f"{k}={v}")
-    elif isinstance(spec, (list, tuple)):
-        items = list(spec)
-    else:
-        raise TypeError(f"dims must map symbols to sizes, e.g. {{'seq': '1..4096'}}; got {type(spec).__name__}")
-    init = {t.name for t in m.graph.initializer}
-    symbols = {d.dim_param for vi in m.graph.input if vi.name not in init and vi.type.HasField("tensor_type")
-               for d in vi.type.tensor_type.shape.dim if d.dim_param}
-    if lenient:  # (a run over many models: each takes the sizes of the dims it names)
-        items = [item for item in items if any(item.startswith(f"{s}=") for s in symbols)]
-    return parse_dims_args(items, symbols)
-
-
-def resolve_input_shapes(spec, m: ModelProto, lenient: bool = False) -> dict:
-    """``input_shapes`` as check takes it -- "NAME:d0,d1" / "NAME=d0,d1" items (--input-shape,
-    NAME resolved against the model's input names, the longest that fits) or {name: [dims]} --
-    checked against the model (check_input_shapes). ``lenient``: items naming no input of this
-    model are left out."""
-    names = [vi.name for vi in m.graph.input]
-    if isinstance(spec, (list, tuple)):
-        items = [i for i in spec if not lenient or any(i.startswith(n) and i[len(n):len(n) + 1] in (":", "=")
-                                                      for n in names)]
-        spec = parse_input_shape_args(items, names)
-    elif lenient and isinstance(spec, dict):
-        spec = {k: v for k, v in spec.items() if k in names}
-    return check_input_shapes(m, spec)
 
 
 def _drop_empty_only(m: ModelProto, path, report: CheckReport, dims=None, input_shapes=None, contract=None) -> None:
@@ -615,10 +574,11 @@ def _zero_divisor_refusals(m: ModelProto, result, report: CheckReport, nodes) ->
 
 
 def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: bool = False,
-           loaded: bool = False, dims: Optional[dict] = None, input_shapes=None, given_contract=None) -> ModelProto:
+           loaded: bool = False, dims: Optional[dict] = None, input_shapes=None, given_contract=None) -> tuple:
     """The findings of ``model`` (read from ``path`` unless ``loaded``) into ``report``; returns
-    the model read. ``sizes_only``: the walk and the size findings, without onnx.checker and the
-    load-time refusals (what _drop_empty_only needs of a second inference)."""
+    (the model read, its input contract or None where the walk did not get that far).
+    ``sizes_only``: the walk and the size findings, without onnx.checker and the load-time
+    refusals (what _drop_empty_only needs of a second inference, given the first's contract)."""
     base_dir = os.path.dirname(os.path.abspath(path)) if path is not None else None
     if loaded:
         m = model
@@ -640,7 +600,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
         report.add(WARNING, "initializer", f"initializer {name!r}: {why}; nothing reads it, so onnxruntime drops it and "
                    "loads the model (other tools may refuse it)")
     if structural and any(f.code == "not-a-dag" for f in report.findings):
-        return m  # no order to walk in
+        return m, None  # no order to walk in
     for name, node in shadowed_names(m.graph):
         report.add(WARNING, "shadowed-initializer", f"{shadowing_message(name)}; rename one of them (shapeinfer "
                    "optimize declines such a model)", node_label(node), node.op_type)
@@ -656,14 +616,13 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
         engine.run()
     except ShapeInferenceError as e:  # not per node (e.g. a cycle inside a subgraph)
         report.add(ERROR, "shape-error", e.rule, e.node_name, e.op_type)
-        return m
+        return m, None
     result = InferenceResult(m, engine)
     contract = given_contract if given_contract is not None else result.contract()
     scope = Scope(contract, dims)
     if not sizes_only:
         _load_refusals(m, result, report, refused)
         report.contract = contract.as_dict()
-        report.contract_object = contract
         contract_findings(m, contract, report, dims)
     nonempty = [d for d in engine.tensor_dims if not result.is_unknown_dim(d)] if assume_nonempty else ()
     codes = {"shape-error": (ERROR, "shape-error"), "overflow": (WARNING, "integer-overflow"),
@@ -717,7 +676,7 @@ def _check(model, path, report: CheckReport, assume_nonempty: bool, sizes_only: 
         _onnx_checks(m, base_dir, report, result.facts)
     declared_shapes(result, report, engine, scope, nonempty)
     per_node(m.graph, result, report, nonempty, scope)
-    return m
+    return m, contract
 
 
 def _load_refusals(m: ModelProto, result, report: CheckReport, refused: set) -> None:

@@ -192,3 +192,43 @@ def _dim_sizes(item: str, text: str) -> DimSizes:
     if len(values) > MAX_SET:
         raise InputShapeError(f"{item!r}: more than {MAX_SET} sizes (give a range, LO..HI)")
     return DimSizes(min(values), max(values), values if len(set(values)) > 1 else None)
+
+
+def resolve_dims(spec, m, lenient: bool = False) -> dict:
+    """``dims`` as check takes it -- "NAME=SIZES" items (--dims), or {symbol: "1..4096" | "128" |
+    "1,2,4" | int | list of ints} -- as {symbol: DimSizes}, against the symbols the model's inputs
+    name; already resolved, as it is. ``lenient``: items naming a symbol the model does not use
+    are left out (not an error)."""
+    if isinstance(spec, dict) and all(isinstance(v, DimSizes) for v in spec.values()):
+        return spec
+    if isinstance(spec, dict):
+        items = []
+        for k, v in spec.items():
+            if isinstance(v, (list, tuple, range)):
+                v = ",".join(str(x) for x in v) if not isinstance(v, range) else f"{v.start}..{v.stop - 1}"
+            items.append(f"{k}={v}")
+    elif isinstance(spec, (list, tuple)):
+        items = list(spec)
+    else:
+        raise TypeError(f"dims must map symbols to sizes, e.g. {{'seq': '1..4096'}}; got {type(spec).__name__}")
+    init = {t.name for t in m.graph.initializer}
+    symbols = {d.dim_param for vi in m.graph.input if vi.name not in init and vi.type.HasField("tensor_type")
+               for d in vi.type.tensor_type.shape.dim if d.dim_param}
+    if lenient:  # (a run over many models: each takes the sizes of the dims it names)
+        items = [item for item in items if any(item.startswith(f"{s}=") for s in symbols)]
+    return parse_dims_args(items, symbols)
+
+
+def resolve_input_shapes(spec, m, lenient: bool = False) -> dict:
+    """``input_shapes`` as check takes it -- "NAME:d0,d1" / "NAME=d0,d1" items (--input-shape,
+    NAME resolved against the model's input names, the longest that fits) or {name: [dims]} --
+    checked against the model (check_input_shapes). ``lenient``: items naming no input of this
+    model are left out."""
+    names = [vi.name for vi in m.graph.input]
+    if isinstance(spec, (list, tuple)):
+        items = [i for i in spec if not lenient or any(i.startswith(n) and i[len(n):len(n) + 1] in (":", "=")
+                                                      for n in names)]
+        spec = parse_input_shape_args(items, names)
+    elif lenient and isinstance(spec, dict):
+        spec = {k: v for k, v in spec.items() if k in names}
+    return check_input_shapes(m, spec)

@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from onnx import ModelProto, helper
 
 from ..errors import ModelLoadError, UsageError
-from ..infer.overrides import check_input_shapes
+from ..infer.overrides import check_input_shapes, resolve_dims
 from ..infer.dim_names import identifier_dim_names
 from ..infer.run import check_dim_names, infer
 from ..symbolic import to_str
@@ -170,7 +170,7 @@ def optimize(model, *, passes=None, skip=(), input_shapes: Optional[dict] = None
     reported as assumptions: ``fold_float_math`` folds float math whose last bits may differ
     between NumPy and a runtime (transcendental functions, reductions, MatMul), ``fuse_gemm``
     runs the ``fuse-gemm`` pass (MatMul + Add as Gemm adds the bias in another order).
-    ``dims`` ({symbol: DimSizes}, ``--dims``) is an opt-in too: the rewrites may assume each
+    ``dims`` ({symbol: sizes} as check takes it, ``--dims``) is an opt-in too: the rewrites may assume each
     symbol at least the least size given (as run facts do), and the written model computes what
     the original does at those sizes; reported as an assumption.
 
@@ -201,7 +201,8 @@ class PassManager:
                  progress: Optional[Callable[[str], None]] = None, input_shapes: Optional[dict] = None,
                  write_shapes: bool = False, dim_names: str = "expressions", dims: Optional[dict] = None):
         self.passes = list(passes)
-        self.dims = dict(dims or {})
+        self.dims_given = dict(dims or {})
+        self.dims: dict = {}  # the sizes given, resolved against the model being optimised: {symbol: DimSizes}
         self.dim_names = dim_names
         self.input_shapes = input_shapes
         self.write_shapes = write_shapes
@@ -253,6 +254,8 @@ class PassManager:
             src = copy
             io = validate_structure(src)
         report = report if report is not None else OptimizeReport()
+        # (the sizes given, against the dims the model's inputs name: once, on the model read)
+        self.dims = resolve_dims(self.dims_given, src) if self.dims_given else {}
         if not src.graph.output:
             # no output reads anything: every node would be dropped, and a graph emptied of
             # them is one onnxruntime refuses to load (the model given loads)
