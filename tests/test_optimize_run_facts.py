@@ -1,4 +1,4 @@
-"""The input bounds optimize takes from the Reshapes every run executes (optimizer/run_facts.py),
+"""The input bounds optimize takes from the Reshapes every run executes (infer/run_bounds.py),
 judged by onnxruntime: the original runs nowhere below a bound, and the optimised model computes
 what the original does wherever the original runs (sizes 0 and 1 included).
 
@@ -19,7 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import shapeinfer
-from shapeinfer.optimizer.run_facts import _constraints, run_lows
+from shapeinfer.infer.run_bounds import _constraints, run_lows
 from shapeinfer.optimizer.verify import IDENTICAL, verify
 
 ort = pytest.importorskip("onnxruntime")
@@ -206,9 +206,9 @@ def _computed_reshapes(model) -> int:
 def test_swin_pattern_without_the_bounds_keeps_shapes(monkeypatch):
     """Without the bounds (the search off) the same model keeps computed shapes: the rewrite
     above is the bounds' doing."""
-    from shapeinfer.optimizer import manager
+    from shapeinfer.infer.result import InferenceResult
 
-    monkeypatch.setattr(manager, "run_lows", lambda *args: {})
+    monkeypatch.setattr(InferenceResult, "run_lows", lambda self: {})
     opt = shapeinfer.optimize(_swin_like())
     assert _computed_reshapes(opt) == 3
 
@@ -333,8 +333,14 @@ def test_swin_export_bounds():
 
     entry = next(e for e in corpus.entries() if e["file"] == "swin_classic.onnx")
     model = onnx.load(f"{entry['dir']}/{entry['file']}")
-    lows = run_lows(model, shapeinfer.infer(model))
+    result = shapeinfer.infer(model)
+    lows = run_lows(model, result)
     assert {s: lo for s, (lo, _) in lows.items()} == {"batch": 1, "height": 4, "width": 4}
+    # the same bounds are the proven part of the input contract that check prints
+    contract = result.contract()
+    assert contract.lows == lows == result.run_lows()
+    assert contract.text().startswith("height >= 4, width >= 4")
+    assert not contract.admits({"batch": 1, "height": 3, "width": 16}) and contract.admits({"height": 4, "width": 4})
     below = [(0, 16, 16), (0, 32, 48)] + [(1, h, 16) for h in range(4)] + [(2, 16, w) for w in range(4)]
     for level in (ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
         opts = ort.SessionOptions()

@@ -185,13 +185,16 @@ class Contract:
     example: Optional[dict] = None  # sizes at which every requirement holds (None: none found)
     complete: bool = True  # every condition inference recorded is read, within the bounds
     unread: list = field(default_factory=list)  # conditions not read: inside an If or a loop, over unnamed dims
+    # {symbol: (bound, why)}: lower bounds every run that succeeds meets, proven on the algebra
+    # (run_bounds.py); what optimize's rewrites rely on
+    lows: dict = field(default_factory=dict)
 
     def within(self, test):
         """``test`` (a test of a binding) that holds outside the envelope: a search for a binding
         where it fails finds one where the clauses hold. A binding with a dim of 0 is not judged
         by the clauses (they are read over non-empty inputs): there the test is the test."""
         def held(binding):
-            if self.clauses and not self.admits(binding) and all(v != 0 for v in binding.values()):
+            if (self.clauses or self.lows) and not self.admits(binding) and all(v != 0 for v in binding.values()):
                 return True
             return test(binding)
 
@@ -199,7 +202,8 @@ class Contract:
 
     def admits(self, binding: dict) -> bool:
         """Whether the clauses hold at binding (symbols it leaves out are not read)."""
-        return all(c.admits(binding) for c in self.clauses)
+        return all(c.admits(binding) for c in self.clauses) \
+            and all(binding.get(s, lo) >= lo for s, (lo, _) in self.lows.items())
 
     @property
     def runs_nowhere(self) -> bool:
@@ -211,9 +215,15 @@ class Contract:
         by_symbol: dict = {}
         for c in self.clauses:
             by_symbol.setdefault(c.symbol, []).append(c)
+        for s, (bound, _) in self.lows.items():
+            if bound > 1:
+                by_symbol.setdefault(s, [])
         for s in sorted(by_symbol, key=lambda s: self.symbols.index(s) if s in self.symbols else len(self.symbols)):
             cs = by_symbol[s]
             lo = next((c.value for c in cs if c.kind == "min"), None)
+            proven = self.lows.get(s, (0, ""))[0]
+            if proven > 1 and (lo is None or proven > lo):
+                lo = proven
             hi = next((c.value for c in cs if c.kind == "max"), None)
             if hi is not None:
                 parts.append(f"{lo if lo is not None else 1} <= {name_str(s)} <= {hi}")
@@ -237,7 +247,8 @@ class Contract:
                           "condition": r.said() or ("its condition (check warns with a size that breaks it)"
                                                     if any(t in r.message for t in ("iszero(", "bcast(")) else r.message)}
                          for r, failing in self.open],
-                "example": self.example, "complete": self.complete, "unread": list(self.unread)}
+                "example": self.example, "complete": self.complete, "unread": list(self.unread),
+                "proven_lows": {s: {"bound": lo, "why": why} for s, (lo, why) in self.lows.items()}}
 
 
 SPOKEN_LENGTH = 60  # characters: a longer dim expression is told by its value at an example
@@ -383,10 +394,11 @@ def derive(result, input_symbols: Optional[list] = None) -> Contract:
     if input_symbols is None:
         input_symbols = _input_symbols(result)
     contract = Contract(symbols=tuple(input_symbols))
+    contract.lows = {s: low for s, low in result.run_lows().items() if s in input_symbols}
     reqs = requirements(result, set(input_symbols), contract.unread)
     contract.complete = not contract.unread
     if not reqs:
-        contract.example = {s: 1 for s in input_symbols} if input_symbols else {}
+        contract.example = {s: max(1, contract.lows.get(s, (1, ""))[0]) for s in input_symbols}
         return contract
     budget = _Budget(MAX_EVALUATIONS)
     tests = {r: r.test() for r in reqs}

@@ -10,8 +10,10 @@ from onnx import ModelProto, TensorProto
 
 from ..modelio.text import as_text
 from ..symbolic import Dim, Expr, free_symbols, plain, to_str, zero_cases
+from .contract import derive
 from .engine import Engine
 from .facts import Fact, dtype_name
+from .run_bounds import run_lows
 
 RESHAPE_LIKE = ("Expand", "Reshape", "Tile")
 # The --json layout (README, "JSON output"); raised when a key changes meaning or goes away.
@@ -37,6 +39,7 @@ class InferenceResult:
         self.guarded: list = list(engine.guarded)
         self._unknown_dims: dict = {}  # dim -> is_unknown_dim(dim)
         self._contract = None
+        self._run_lows: Optional[dict] = None
         self._produced: list = engine.produced
         # inputs whose shapes come from the caller's input_shapes: given, or sharing a given dim
         self.fixed_inputs: set = set(engine.input_shapes) | set(engine.propagated)
@@ -48,10 +51,15 @@ class InferenceResult:
         """The input contract (infer/contract.py): the conditions on the inputs' named dims under
         which the model runs. Derived when first asked."""
         if self._contract is None:
-            from .contract import derive
-
             self._contract = derive(self)
         return self._contract
+
+    def run_lows(self) -> dict:
+        """{symbol: (bound, why)}: the lower bounds on the input dims every run of the model that
+        succeeds meets, proven (infer/run_bounds.py): the part of the contract optimize relies on."""
+        if self._run_lows is None:
+            self._run_lows = run_lows(self.model, self)
+        return self._run_lows
 
     def fact(self, name: str) -> Optional[Fact]:
         return self.facts.get(name)

@@ -36,7 +36,7 @@ from .passes import REGISTRY
 from .passes.base import PassContext
 from .passes.constant_folding import movable_value
 from .passes.graph_ops import branch_guard, huge_tensors, remove_dead_nodes, subgraph_names
-from .run_facts import BoundedFacts, run_lows
+from .run_facts import BoundedFacts
 
 # The order matters for how many rounds a graph takes, not for what it ends as: the passes that
 # turn a node into a reshape-like op or a no-op (Tile/Expand/reductions) go before remove-noop,
@@ -334,7 +334,7 @@ class PassManager:
         self._say("inferring shapes")
         fixed = check_input_shapes(src, self.input_shapes)
         facts = infer(src, input_shapes=fixed, assume_nonempty=self.assume_nonempty, node_io=io)
-        lows = run_lows(src, facts, graph)
+        lows = facts.run_lows()
         given = {}  # the least sizes --dims gives, past what every run needs: an opt-in, reported
         inputs = facts.input_symbols()
         for name, sizes in self.dims.items():

@@ -1901,7 +1901,7 @@ RECIPES.update({
 
 
 def r_window_reshape(b: Builder):
-    """Swin's pattern, which optimize draws run facts from (optimizer/run_facts.py): x ->
+    """Swin's pattern, which optimize draws run facts from (infer/run_bounds.py): x ->
     Reshape [d0, c, -1] (fails at d0 = 0) -> a window split [d0, (di+a)//k, ..., -1] whose entry
     copies another dim where it is 0 (then the element count breaks, or not), and a probe
     Reshape [min((di+a)//k, 1), -1] of a constant that a wrong bound would make [1, -1]. The

@@ -379,10 +379,10 @@ class Judge:
         return self.out
 
     def check_run_facts(self, res, ran, taints) -> None:
-        """The bounds optimize relies on (optimizer/run_facts.py) hold wherever the original ran:
+        """The bounds optimize relies on (infer/run_bounds.py) hold wherever the original ran:
         it runs nowhere below them. A binding where a documented runtime deviation touched some
         tensor is left out (the runtime may run where the spec fails)."""
-        from shapeinfer.optimizer.run_facts import run_lows
+        from shapeinfer.infer.run_bounds import run_lows
 
         st, lows = self.command("run_lows", lambda: run_lows(self.model, res))
         if st != "ok":
